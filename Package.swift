@@ -1,0 +1,67 @@
+// swift-tools-version:6.0
+// dropboxfs: a read-only FUSE filesystem for Dropbox.
+//
+// Layers (see docs/ARCHITECTURE.md):
+//   CFuse, CCurl, CCrypto  system libraries (module maps only)
+//   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
+//   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
+//   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table
+//   FUSEAdapter            the thin libfuse3 lowlevel layer over DropboxFS
+//   dropboxfs              the command-line tool
+import PackageDescription
+
+let package = Package(
+    name: "dropboxfs",
+    products: [
+        .executable(name: "dropboxfs", targets: ["dropboxfs"])
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CFuse",
+            pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "CShim",
+            dependencies: ["CCurl"]
+        ),
+        .target(
+            name: "DropboxAPI",
+            dependencies: ["CCurl", "CShim", "CCrypto"]
+        ),
+        .target(
+            name: "DropboxFS",
+            dependencies: ["DropboxAPI"]
+        ),
+        .target(
+            name: "FUSEAdapter",
+            dependencies: ["CFuse", "DropboxFS"]
+        ),
+        .executableTarget(
+            name: "dropboxfs",
+            dependencies: ["DropboxAPI", "DropboxFS", "FUSEAdapter"]
+        ),
+        .target(
+            name: "DropboxTestSupport",
+            dependencies: ["DropboxAPI"]
+        ),
+        .testTarget(
+            name: "DropboxAPITests",
+            dependencies: ["DropboxAPI", "DropboxTestSupport"]
+        ),
+        .testTarget(
+            name: "DropboxFSTests",
+            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport"]
+        ),
+    ]
+)

@@ -1,0 +1,44 @@
+// The seam between the filesystem core and Dropbox. The core is written against this protocol only;
+// implementations are the live HTTP client (DropboxHTTPClient), the in-memory fake and the
+// fault-injecting wrapper (DropboxTestSupport). Every method throws DropboxError.
+
+/// A byte range of a file: `length` bytes starting at `offset`. Never empty.
+public struct ByteRange: Sendable, Equatable, Hashable {
+    public var offset: UInt64
+    public var length: UInt64
+
+    public init(offset: UInt64, length: UInt64) {
+        precondition(length > 0, "an empty range cannot be requested")
+        self.offset = offset
+        self.length = length
+    }
+
+    /// The `Range` header value, `bytes=first-last` (inclusive).
+    public var headerValue: String { "bytes=\(offset)-\(offset + length - 1)" }
+}
+
+public struct DownloadResult: Sendable, Equatable {
+    /// The metadata of the revision served (from `Dropbox-API-Result`).
+    public var metadata: FileMetadata
+    /// The bytes: the whole file, or exactly the requested range (shorter only at end of file).
+    public var data: [UInt8]
+
+    public init(metadata: FileMetadata, data: [UInt8]) {
+        self.metadata = metadata
+        self.data = data
+    }
+}
+
+public protocol DropboxClient: Sendable {
+    func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult
+    func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult
+    func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String
+    /// Uses the notify host and no Authorization header. `timeoutSeconds` is 30...480 against Dropbox.
+    func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult
+    /// `path` is "/a/b", "id:..." or "rev:..."; the root is not allowed.
+    func getMetadata(path: String) async throws(DropboxError) -> Metadata
+    /// `path` is "/a/b", "id:..." or "rev:...". A nil range downloads the whole file.
+    func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult
+    func getCurrentAccount() async throws(DropboxError) -> FullAccount
+    func getSpaceUsage() async throws(DropboxError) -> SpaceUsage
+}

@@ -1,0 +1,81 @@
+// A Dropbox content_hash kept as its 32 raw bytes (four words) instead of a 64-character String:
+// at a million files that is 32 bytes instead of about 100 (NOTES-swift-fuse.md, memory).
+
+/// The 256-bit Dropbox content hash of a file (dropbox-api.md §5).
+public struct ContentHash: Sendable, Hashable, CustomStringConvertible {
+    public var w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
+
+    public init(bytes: some Collection<UInt8>) {
+        precondition(bytes.count == 32, "a content hash is 32 bytes")
+        var words: [UInt64] = [0, 0, 0, 0]
+        for (i, byte) in bytes.enumerated() {
+            words[i / 8] = words[i / 8] << 8 | UInt64(byte)
+        }
+        (w0, w1, w2, w3) = (words[0], words[1], words[2], words[3])
+    }
+
+    /// Parses 64 hex digits (either case); nil for anything else.
+    public init?(hex: String) {
+        let utf8 = Array(hex.utf8)
+        guard utf8.count == 64 else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(32)
+        var i = 0
+        while i < 64 {
+            guard let hi = Self.nibble(utf8[i]), let lo = Self.nibble(utf8[i + 1]) else { return nil }
+            bytes.append(hi << 4 | lo)
+            i += 2
+        }
+        self.init(bytes: bytes)
+    }
+
+    public var bytes: [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(32)
+        for word in [w0, w1, w2, w3] {
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+            }
+        }
+        return out
+    }
+
+    /// Lowercase hex, as Dropbox writes it.
+    public var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public var description: String { hex }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+extension ContentHash: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let value = ContentHash(hex: text) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "content_hash is not 64 hex digits"))
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(hex)
+    }
+}
