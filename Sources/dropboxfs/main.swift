@@ -1,1 +1,38 @@
-print("dropboxfs")
+// Entry point: dispatch to a subcommand and turn failures into a one-line message and exit code.
+
+import DropboxAPI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+
+func run(_ arguments: [String]) -> ExitCode {
+    guard let command = arguments.first else {
+        printOut(Help.main)
+        return .usage
+    }
+    do {
+        switch command {
+        case "-h", "--help", "help":
+            printOut(Help.main)
+            return .success
+        case "mount":
+            return try MountCommand.run(Array(arguments.dropFirst()))
+        default:
+            throw CommandFailure(.usage, "unknown command '\(command)' (see dropboxfs --help)")
+        }
+    } catch let failure as CommandFailure {
+        printError(failure.message)
+        return failure.code
+    } catch let usage as UsageError {
+        printError(usage.description)
+        return .usage
+    } catch {
+        printError("\(error)")
+        return .failure
+    }
+}
+
+exit(run(arguments).rawValue)

@@ -1,0 +1,35 @@
+// The one error type of the filesystem core. FUSE replies carry only an errno, so each case maps to
+// exactly one in ErrnoTable.swift; the associated text is for the log line.
+
+import DropboxAPI
+
+public enum FilesystemError: Error, Sendable, Equatable {
+    /// No such entry (ENOENT).
+    case notFound
+    /// A path component is a file (ENOTDIR).
+    case notADirectory
+    /// A directory where a file was needed (EISDIR).
+    case isADirectory
+    /// Any attempt to change the filesystem (EROFS).
+    case readOnly
+    /// The inode or handle is no longer known (ESTALE).
+    case stale
+    /// An unknown file handle (EBADF).
+    case badHandle
+    /// The operation is not supported here (ENOTSUP / EOPNOTSUPP).
+    case notSupported
+    /// No such extended attribute (ENODATA).
+    case noAttribute
+    /// A reply buffer is too small (ERANGE).
+    case bufferTooSmall
+    /// The file cannot be downloaded (export-only documents) (EACCES).
+    case notDownloadable
+    /// Dropbox refused our credentials (EACCES); the daemon also logs how to fix it.
+    case accessDenied(String)
+    /// Dropbox or the network failed (EIO); the text says why.
+    case remote(String)
+    /// Bytes did not match Dropbox's content_hash (EIO).
+    case integrity(String)
+    /// The request was interrupted (EINTR).
+    case interrupted
+}

@@ -1,0 +1,17 @@
+// Extended attributes that expose Dropbox facts about an entry: user.dropbox.id, .rev and
+// .content_hash (files only for the last two). Read-only; setting one answers EROFS in the adapter.
+
+extension Filesystem {
+    /// The extended attributes of an inode, in a stable order.
+    public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
+        let index = try Self.index(inode)
+        return try state.withLock { (s: inout State) throws(FilesystemError) -> [(name: String, value: String)] in
+            guard let node = s.tree.node(index) else { throw .stale }
+            var result: [(name: String, value: String)] = []
+            if !node.id.isEmpty { result.append(("user.dropbox.id", node.id)) }
+            if !node.rev.isEmpty { result.append(("user.dropbox.rev", node.rev)) }
+            if let hash = node.contentHash { result.append(("user.dropbox.content_hash", hash.hex)) }
+            return result
+        }
+    }
+}

@@ -1,0 +1,41 @@
+// statfs from users/get_space_usage, cached for a while so `df` does not cost a request each time.
+
+import DropboxAPI
+
+public struct FilesystemStats: Sendable, Equatable {
+    public var blockSize: UInt64
+    public var totalBlocks: UInt64
+    public var freeBlocks: UInt64
+    public var files: UInt64
+    public var maxNameLength: UInt64
+}
+
+extension Filesystem {
+    public static let statfsBlockSize: UInt64 = 4096
+
+    /// Space numbers of the account; on failure the last known answer (or zeros) so `df` never fails.
+    public func statistics() async -> FilesystemStats {
+        let now = options.monotonicNow()
+        var usage: SpaceUsage? = state.withLock { s in
+            guard let cached = s.spaceUsage, now - cached.at < options.spaceUsageTTL else { return nil }
+            return cached.value
+        }
+        if usage == nil {
+            do {
+                let fresh = try await client.getSpaceUsage()
+                state.withLock { $0.spaceUsage = (fresh, now) }
+                usage = fresh
+            } catch {
+                Log.warning("space usage unavailable: \(error)")
+                usage = state.withLock { $0.spaceUsage?.value }
+            }
+        }
+        let bs = Self.statfsBlockSize
+        let limit = usage?.effectiveLimit ?? 0
+        let used = usage?.effectiveUsed ?? 0
+        let free = limit > used ? limit - used : 0
+        return FilesystemStats(
+            blockSize: bs, totalBlocks: limit / bs, freeBlocks: free / bs,
+            files: UInt64(entryCount), maxNameLength: UInt64(NodeName.maxBytes))
+    }
+}

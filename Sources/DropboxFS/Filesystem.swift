@@ -1,0 +1,88 @@
+// The filesystem core: what the FUSE adapter calls. It owns the metadata tree, fills it from the
+// Dropbox client on demand, and answers lookups, attributes and folder listings. It knows nothing
+// of FUSE or libcurl: inodes are UInt64, errors are FilesystemError, and the client is any
+// DropboxClient, so the whole core runs in unit tests against an in-memory Dropbox.
+//
+// Locking: `state` (one Mutex) guards the tree, the in-flight listings, the open folder snapshots
+// and the warning memory. It is never held across an `await` or a network call.
+
+import DropboxAPI
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+public struct FilesystemOptions: Sendable {
+    public var ownership: Ownership
+    /// The time shown for folders (seconds since the epoch): the mount time by default.
+    public var folderTime: Int64
+    /// How long a completed folder listing is trusted before it is listed again on the next
+    /// opendir or missing-name lookup. `.infinity` when a change watcher keeps the tree fresh.
+    public var folderListingTTL: Double
+    /// Page size asked of list_folder (1...2000).
+    public var pageLimit: UInt32
+    /// How long a space-usage answer is reused for statfs.
+    public var spaceUsageTTL: Double
+    /// Monotonic seconds; injectable for tests.
+    public var monotonicNow: @Sendable () -> Double
+
+    public init(
+        ownership: Ownership = Ownership(uid: getuid(), gid: getgid()),
+        folderTime: Int64 = Int64(time(nil)),
+        folderListingTTL: Double = 60,
+        pageLimit: UInt32 = 2000,
+        spaceUsageTTL: Double = 60,
+        monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
+    ) {
+        self.ownership = ownership
+        self.folderTime = folderTime
+        self.folderListingTTL = folderListingTTL
+        self.pageLimit = pageLimit
+        self.spaceUsageTTL = spaceUsageTTL
+        self.monotonicNow = monotonicNow
+    }
+}
+
+public final class Filesystem: Sendable {
+    public static let rootInode: UInt64 = 1
+
+    struct State {
+        var tree: MetadataTree
+        /// Folder index -> the listing filling it; concurrent callers share it.
+        var listings: [UInt32: Task<Void, any Error>] = [:]
+        /// Open folder handles -> the entries snapshotted at opendir.
+        var directoryHandles: [UInt64: [DirectoryEntry]] = [:]
+        /// Open file handles -> the revision each is pinned to.
+        var fileHandles: [UInt64: OpenFile] = [:]
+        var nextHandle: UInt64 = 1
+        /// Names already warned about, so each hidden name is logged once.
+        var warnedNames: Set<String> = []
+        var spaceUsage: (value: SpaceUsage, at: Double)?
+    }
+
+    let client: any DropboxClient
+    let options: FilesystemOptions
+    let state: Mutex<State>
+
+    public init(client: any DropboxClient, options: FilesystemOptions = FilesystemOptions()) {
+        self.client = client
+        self.options = options
+        self.state = Mutex(State(tree: MetadataTree(folderTime: options.folderTime)))
+    }
+
+    public static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Converts a kernel inode number to a tree index, rejecting numbers the tree never gave out.
+    static func index(_ inode: UInt64) throws(FilesystemError) -> UInt32 {
+        guard inode > 0, inode <= UInt64(UInt32.max) else { throw .stale }
+        return UInt32(inode)
+    }
+
+    /// Number of entries currently in the tree (for statfs and progress reports).
+    public var entryCount: Int { state.withLock { $0.tree.liveCount } }
+}

@@ -1,0 +1,92 @@
+// Lazy listing: a folder is listed (list_folder plus every continue page) the first time it is
+// needed, or again once its listing is older than the TTL. Concurrent callers for one folder share a
+// single listing, and a folder is only marked complete once every page has been applied, so a
+// missing name can then be answered with no request.
+
+import DropboxAPI
+
+extension Filesystem {
+    /// Returns once `folder` holds a complete, fresh listing.
+    func ensureListed(_ folder: UInt32) async throws(FilesystemError) {
+        let task: Task<Void, any Error>? = try state.withLock {
+            (s: inout State) throws(FilesystemError) -> Task<Void, any Error>? in
+            guard let node = s.tree.node(folder) else { throw .stale }
+            guard node.kind == .folder else { throw .notADirectory }
+            guard node.attached else { return nil }  // a deleted folder lists as empty
+            if isFresh(folder, in: s) { return nil }
+            if let running = s.listings[folder] { return running }
+            let arg = node.id.isEmpty ? "" : node.id
+            let task = Task { try await self.listAndApply(folder, path: arg) }
+            s.listings[folder] = task
+            return task
+        }
+        guard let task else { return }
+        do {
+            try await task.value
+        } catch let error as FilesystemError {
+            throw error
+        } catch {
+            throw .remote(String(describing: error))
+        }
+    }
+
+    private func listAndApply(_ folder: UInt32, path: String) async throws(FilesystemError) {
+        defer { state.withLock { _ = $0.listings.removeValue(forKey: folder) } }
+        var entries: [Metadata] = []
+        do {
+            var page = try await client.listFolder(ListFolderArg(path: path, limit: options.pageLimit))
+            entries.append(contentsOf: page.entries)
+            var undecodable = page.undecodableEntries
+            while page.hasMore {
+                page = try await client.listFolderContinue(cursor: page.cursor)
+                entries.append(contentsOf: page.entries)
+                undecodable += page.undecodableEntries
+            }
+            if undecodable > 0 {
+                Log.warning("listing of \(path.isEmpty ? "/" : path) skipped \(undecodable) undecodable entries")
+            }
+        } catch .lookup(.notFound) {
+            // The folder is gone on Dropbox: drop it from the tree.
+            state.withLock { s in
+                guard let node = s.tree.node(folder), node.attached, folder != MetadataTree.rootIndex else { return }
+                var invalidations: [Invalidation] = []
+                s.tree.remove(parent: node.parent, fold: FoldKey(node.name), invalidations: &invalidations)
+            }
+            throw .notFound
+        } catch {
+            Log.warning("listing \(path.isEmpty ? "/" : path) failed: \(error)")
+            throw FilesystemError(error)
+        }
+        let now = options.monotonicNow()
+        state.withLock { s in
+            guard s.tree.node(folder)?.attached == true else { return }
+            var invalidations: [Invalidation] = []
+            var seen = Set<UInt32>()
+            seen.reserveCapacity(entries.count)
+            for entry in entries {
+                guard let name = validName(entry, in: &s) else { continue }
+                if let index = s.tree.upsert(
+                    parent: folder, name: name, metadata: entry, invalidations: &invalidations)
+                {
+                    seen.insert(index)
+                }
+            }
+            s.tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidations)
+            s.tree.setComplete(folder, true, at: now)
+        }
+    }
+
+    /// Parses an entry's name, logging each name the kernel cannot carry once.
+    func validName(_ entry: Metadata, in s: inout State) -> NodeName? {
+        switch NodeName.parse(entry.name) {
+        case .success(let name):
+            return name
+        case .failure(let why):
+            let key = entry.pathLower ?? entry.name
+            if s.warnedNames.insert(key).inserted {
+                Log.warning("hiding an entry in \(entry.pathDisplay ?? "?"): \(why)")
+            }
+            return nil
+        }
+    }
+}

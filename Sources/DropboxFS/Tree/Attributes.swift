@@ -1,0 +1,60 @@
+// Dropbox metadata -> POSIX attributes, as SEMANTICS.md documents them: read-only permission bits
+// owned by the mounting user, st_blocks from the size so du is right, client_modified as mtime and
+// server_modified as ctime, one fixed time for folders (Dropbox does not date them).
+
+/// The attributes of one inode, free of any FUSE or libc type.
+public struct FileAttributes: Sendable, Equatable {
+    public var inode: UInt64
+    public var generation: UInt64
+    public var kind: NodeKind
+    /// Permission bits only (no file-type bits).
+    public var permissions: UInt32
+    public var linkCount: UInt32
+    public var uid: UInt32
+    public var gid: UInt32
+    public var size: UInt64
+    /// 512-byte blocks, as st_blocks counts them.
+    public var blocks: UInt64
+    public var blockSize: UInt32
+    public var atime: Int64
+    public var mtime: Int64
+    public var ctime: Int64
+}
+
+/// Who owns the files, and how permissive the bits are.
+public struct Ownership: Sendable, Equatable {
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public init(uid: UInt32, gid: UInt32) {
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+extension Node {
+    func attributes(inode: UInt32, ownership: Ownership) -> FileAttributes {
+        let permissions: UInt32
+        switch kind {
+        case .file: permissions = 0o444
+        case .folder: permissions = 0o555
+        case .symlink: permissions = 0o777
+        }
+        return FileAttributes(
+            inode: UInt64(inode),
+            generation: generation,
+            kind: kind,
+            permissions: permissions,
+            // Folders report 1 link, the "unknown subfolder count" convention (as btrfs does), so
+            // find's leaf optimisation never skips a folder.
+            linkCount: 1,
+            uid: ownership.uid,
+            gid: ownership.gid,
+            size: size,
+            blocks: (size + 511) / 512,
+            blockSize: 4096,
+            atime: mtime,
+            mtime: mtime,
+            ctime: ctime)
+    }
+}

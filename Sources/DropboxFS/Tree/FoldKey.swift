@@ -1,0 +1,57 @@
+// Dropbox is case-insensitive and NFC-normalising: "Café.txt", "café.TXT" and the NFD spelling of
+// "café.txt" are one entry, which Dropbox keys by its `path_lower`. The tree keys a folder's children
+// the same way, by a FoldKey, so deltas (which carry only paths) find the node they change. The
+// folding is NFC then lowercase; ASCII names, the common case, skip Foundation entirely.
+
+import Foundation
+
+/// A case- and normalization-folded name, compared and hashed by its UTF-8 bytes (never by
+/// Swift's canonical-equivalence String equality).
+public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
+    public let folded: String
+
+    public init(_ name: String) {
+        var ascii = true
+        for byte in name.utf8 where byte >= 0x80 {
+            ascii = false
+            break
+        }
+        if ascii {
+            var needsLowering = false
+            for byte in name.utf8 where byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
+                needsLowering = true
+                break
+            }
+            folded = needsLowering ? String(decoding: name.utf8.map { Self.lowerASCII($0) }, as: UTF8.self) : name
+        } else {
+            folded = name.precomposedStringWithCanonicalMapping.lowercased().precomposedStringWithCanonicalMapping
+        }
+    }
+
+    /// The key for a component that is already Dropbox's own folding (a `path_lower` component).
+    public init(alreadyFolded component: Substring) {
+        self.init(String(component))
+    }
+
+    private static func lowerASCII(_ b: UInt8) -> UInt8 {
+        b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b + 32 : b
+    }
+
+    public var description: String { folded }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.folded.utf8.elementsEqual(rhs.folded.utf8) }
+
+    public func hash(into hasher: inout Hasher) { hashUTF8(folded, into: &hasher) }
+}
+
+/// Feeds a string's UTF-8 bytes to a hasher in one call (byte identity, not canonical equivalence).
+@inline(__always)
+func hashUTF8(_ string: String, into hasher: inout Hasher) {
+    let done: Void? = string.utf8.withContiguousStorageIfAvailable {
+        hasher.combine(bytes: UnsafeRawBufferPointer($0))
+    }
+    if done == nil {
+        for byte in string.utf8 { hasher.combine(byte) }
+    }
+    hasher.combine(string.utf8.count)
+}

@@ -1,0 +1,246 @@
+// The metadata tree: every known Dropbox entry as a Node, indexed by inode number, with each folder's
+// children keyed by FoldKey (DESIGN.md §3). It is a plain value type with no locking and no I/O: the
+// Filesystem owns the one instance inside its mutex, and every mutation reports which kernel cache
+// entries it made stale so the FUSE layer can invalidate exactly those.
+
+import DropboxAPI
+
+/// A kernel cache entry made stale by a tree change.
+public enum Invalidation: Sendable, Equatable {
+    /// The name `name` in folder `parent` now means something else (or nothing).
+    case entry(parent: UInt64, name: String)
+    /// The attributes or contents of `inode` changed.
+    case inode(UInt64)
+}
+
+/// The outcome of looking a name up in a folder.
+enum ChildLookup: Equatable {
+    case found(UInt32)
+    /// The folder is completely listed and has no such child.
+    case absent
+    /// The folder is not (yet) completely listed.
+    case unknown
+}
+
+struct MetadataTree {
+    static let rootIndex: UInt32 = 1
+
+    /// Index 0 is unused so that an index is also a valid FUSE inode number (the root is 1).
+    private(set) var nodes: [Node]
+    private(set) var symlinkTargets: [UInt32: String] = [:]
+    /// Indices of detached nodes whose records were released; reused for new entries.
+    private var freeList: [UInt32] = []
+    /// The generation given to the next allocated node.
+    private var nextGeneration: UInt64 = 1
+    /// How many nodes are attached (for statfs and progress).
+    private(set) var liveCount = 1
+    /// Time given to folders, which Dropbox does not date (see SEMANTICS.md).
+    let folderTime: Int64
+
+    init(folderTime: Int64) {
+        self.folderTime = folderTime
+        var root = Node(parent: Self.rootIndex, name: "", kind: .folder)
+        root.mtime = folderTime
+        root.ctime = folderTime
+        root.lookups = 1  // the kernel holds the root for the life of the mount
+        nodes = [Node(parent: 0, name: "", kind: .file), root]
+        nodes[0].attached = false
+    }
+
+    // MARK: Reading
+
+    func node(_ index: UInt32) -> Node? {
+        guard index > 0, Int(index) < nodes.count else { return nil }
+        let node = nodes[Int(index)]
+        return node.attached || node.lookups > 0 ? node : nil
+    }
+
+    func isLive(_ index: UInt32) -> Bool { node(index) != nil }
+
+    func symlinkTarget(_ index: UInt32) -> String? { symlinkTargets[index] }
+
+    func lookup(parent: UInt32, fold: FoldKey) -> ChildLookup {
+        guard let folder = nodes[Int(parent)].folder else { return .absent }
+        if let child = folder.children[fold] { return .found(child) }
+        return folder.complete ? .absent : .unknown
+    }
+
+    func isComplete(_ folder: UInt32) -> Bool { nodes[Int(folder)].folder?.complete ?? false }
+
+    func listedAt(_ folder: UInt32) -> Double { nodes[Int(folder)].folder?.listedAt ?? 0 }
+
+    /// The children of a folder, sorted by name bytes so listings are stable.
+    func children(of folder: UInt32) -> [UInt32] {
+        guard let state = nodes[Int(folder)].folder else { return [] }
+        return state.children.values.sorted { a, b in
+            nodes[Int(a)].name.utf8.lexicographicallyPrecedes(nodes[Int(b)].name.utf8)
+        }
+    }
+
+    /// The display path of an attached node ("/a/b"; "" for the root), built from the nodes' own names.
+    func path(of index: UInt32) -> String {
+        var parts: [String] = []
+        var current = index
+        while current != Self.rootIndex {
+            let node = nodes[Int(current)]
+            parts.append(node.name)
+            current = node.parent
+        }
+        return parts.isEmpty ? "" : "/" + parts.reversed().joined(separator: "/")
+    }
+
+    /// Resolves a Dropbox `path_lower`-style path ("/a/b") to the folder holding its last component.
+    func resolveParent(ofPath path: String) -> (parent: UInt32, last: Substring)? {
+        var components = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard let last = components.popLast() else { return nil }
+        var current = Self.rootIndex
+        for component in components {
+            guard case .found(let next) = lookup(parent: current, fold: FoldKey(alreadyFolded: component)),
+                nodes[Int(next)].kind == .folder
+            else { return nil }
+            current = next
+        }
+        return (current, last)
+    }
+
+    // MARK: Kernel lookup counts
+
+    mutating func addLookup(_ index: UInt32, count: UInt64 = 1) {
+        nodes[Int(index)].lookups += count
+    }
+
+    /// The kernel dropped `count` references; a detached node with none left is released.
+    mutating func forget(_ index: UInt32, count: UInt64) {
+        guard index > Self.rootIndex, Int(index) < nodes.count else { return }
+        let current = nodes[Int(index)].lookups
+        nodes[Int(index)].lookups = current > count ? current - count : 0
+        if nodes[Int(index)].lookups == 0 && !nodes[Int(index)].attached {
+            release(index)
+        }
+    }
+
+    // MARK: Changing
+
+    /// Creates or updates the child `name` of `parent` from Dropbox metadata. A file replacing a
+    /// folder (or the reverse) detaches the old node, as Dropbox's delta rules say.
+    @discardableResult
+    mutating func upsert(
+        parent: UInt32, name: NodeName, metadata: Metadata, invalidations: inout [Invalidation]
+    ) -> UInt32? {
+        let kind: NodeKind
+        switch metadata {
+        case .file(let file): kind = file.symlinkTarget == nil ? .file : .symlink
+        case .folder: kind = .folder
+        case .deleted: return nil
+        }
+        let fold = FoldKey(name.string)
+        if let existing = nodes[Int(parent)].folder?.children[fold] {
+            if nodes[Int(existing)].kind == kind {
+                let before = nodes[Int(existing)]
+                fill(existing, from: metadata)
+                if before.name.utf8.elementsEqual(name.string.utf8) == false {
+                    invalidations.append(.entry(parent: UInt64(parent), name: before.name))
+                    nodes[Int(existing)].name = name.string
+                }
+                if before.size != nodes[Int(existing)].size || before.rev != nodes[Int(existing)].rev
+                    || before.mtime != nodes[Int(existing)].mtime || before.id != nodes[Int(existing)].id
+                {
+                    invalidations.append(.inode(UInt64(existing)))
+                }
+                return existing
+            }
+            detach(existing, from: parent, fold: fold, invalidations: &invalidations)
+        }
+        let index = allocate(Node(parent: parent, name: name.string, kind: kind))
+        fill(index, from: metadata)
+        nodes[Int(parent)].folder?.children[fold] = index
+        liveCount += 1
+        invalidations.append(.entry(parent: UInt64(parent), name: name.string))
+        return index
+    }
+
+    /// Removes the child with folded name `fold` of `parent`, with its whole subtree.
+    mutating func remove(parent: UInt32, fold: FoldKey, invalidations: inout [Invalidation]) {
+        guard let child = nodes[Int(parent)].folder?.children[fold] else { return }
+        detach(child, from: parent, fold: fold, invalidations: &invalidations)
+    }
+
+    /// Marks a folder completely listed (or not).
+    mutating func setComplete(_ folder: UInt32, _ complete: Bool, at time: Double) {
+        nodes[Int(folder)].folder?.complete = complete
+        if complete { nodes[Int(folder)].folder?.listedAt = time }
+    }
+
+    /// After a full listing of `folder`, removes the children that the listing did not contain.
+    mutating func removeChildren(
+        of folder: UInt32, notIn seen: Set<UInt32>, invalidations: inout [Invalidation]
+    ) {
+        guard let children = nodes[Int(folder)].folder?.children else { return }
+        for (fold, child) in children where !seen.contains(child) {
+            detach(child, from: folder, fold: fold, invalidations: &invalidations)
+        }
+    }
+
+    // MARK: Internals
+
+    private mutating func fill(_ index: UInt32, from metadata: Metadata) {
+        switch metadata {
+        case .file(let file):
+            nodes[Int(index)].id = file.id
+            nodes[Int(index)].rev = file.rev
+            nodes[Int(index)].size = file.symlinkTarget.map { UInt64($0.utf8.count) } ?? file.size
+            nodes[Int(index)].mtime = file.clientModified.secondsSinceEpoch
+            nodes[Int(index)].ctime = file.serverModified.secondsSinceEpoch
+            nodes[Int(index)].contentHash = file.contentHash
+            nodes[Int(index)].isDownloadable = file.isDownloadable
+            nodes[Int(index)].readOnly = file.sharedReadOnly ?? false
+            if let target = file.symlinkTarget { symlinkTargets[index] = target }
+        case .folder(let folder):
+            nodes[Int(index)].id = folder.id
+            nodes[Int(index)].mtime = folderTime
+            nodes[Int(index)].ctime = folderTime
+            nodes[Int(index)].readOnly = folder.sharedReadOnly ?? false
+        case .deleted:
+            break
+        }
+    }
+
+    private mutating func allocate(_ node: Node) -> UInt32 {
+        var node = node
+        node.generation = nextGeneration
+        nextGeneration += 1
+        if let index = freeList.popLast() {
+            nodes[Int(index)] = node
+            return index
+        }
+        nodes.append(node)
+        return UInt32(nodes.count - 1)
+    }
+
+    private mutating func detach(
+        _ index: UInt32, from parent: UInt32, fold: FoldKey, invalidations: inout [Invalidation]
+    ) {
+        nodes[Int(parent)].folder?.children[fold] = nil
+        invalidations.append(.entry(parent: UInt64(parent), name: nodes[Int(index)].name))
+        var stack = [index]
+        while let current = stack.popLast() {
+            if let children = nodes[Int(current)].folder?.children {
+                stack.append(contentsOf: children.values)
+                // A detached folder the kernel still holds lists as empty.
+                nodes[Int(current)].folder = FolderState(children: [:], complete: true, listedAt: 0)
+            }
+            nodes[Int(current)].attached = false
+            liveCount -= 1
+            invalidations.append(.inode(UInt64(current)))
+            if nodes[Int(current)].lookups == 0 { release(current) }
+        }
+    }
+
+    /// Frees a detached, forgotten node's storage and makes its index reusable.
+    private mutating func release(_ index: UInt32) {
+        nodes[Int(index)] = Node(parent: 0, name: "", kind: .file)
+        nodes[Int(index)].attached = false
+        symlinkTargets[index] = nil
+        freeList.append(index)
+    }
+}

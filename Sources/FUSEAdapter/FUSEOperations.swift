@@ -1,0 +1,178 @@
+// The libfuse lowlevel operations table. Each operation decodes its request, calls the core, and
+// replies; nothing here knows about Dropbox or decides about caching. Operations that may wait on
+// the network run in a Task and reply from there, so libfuse's threads are never held by a download
+// or a listing. Every operation that would change the filesystem answers EROFS.
+//
+// The closures assigned to the table capture nothing (they are C function pointers): they reach the
+// FUSEFilesystem through fuse_req_userdata.
+
+import CFuse
+import DropboxFS
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum FUSEOperations {
+    static func table() -> fuse_lowlevel_ops {
+        var ops = fuse_lowlevel_ops()
+        ops.`init` = { _, conn in
+            guard let conn else { return }
+            FUSEOperations.configure(conn)
+        }
+        ops.lookup = { req, parent, name in
+            guard let req, let name else { return }
+            FUSEOperations.lookup(FUSERequest(req), parent: parent, name: String(cString: name))
+        }
+        ops.forget = { req, ino, count in
+            guard let req else { return }
+            FUSEFilesystem.of(req).core.forget(ino, count: count)
+            fuse_reply_none(req)
+        }
+        ops.forget_multi = { req, count, forgets in
+            guard let req else { return }
+            let core = FUSEFilesystem.of(req).core
+            if let forgets {
+                for i in 0..<count {
+                    core.forget(forgets[i].ino, count: forgets[i].nlookup)
+                }
+            }
+            fuse_reply_none(req)
+        }
+        ops.getattr = { req, ino, _ in
+            guard let req else { return }
+            let fs = FUSEFilesystem.of(req)
+            let request = FUSERequest(req)
+            do {
+                request.attributes(try fs.core.attributes(of: ino), timeout: fs.timeouts.attributes)
+            } catch {
+                request.fail(error)
+            }
+        }
+        ops.readlink = { req, ino in
+            guard let req else { return }
+            let request = FUSERequest(req)
+            do {
+                request.link(try FUSEFilesystem.of(req).core.readlink(ino))
+            } catch {
+                request.fail(error)
+            }
+        }
+        ops.opendir = { req, ino, fi in
+            guard let req, let fi else { return }
+            FUSEOperations.opendir(FUSERequest(req), ino: ino, info: FileInfo(fi))
+        }
+        ops.readdir = { req, _, size, offset, fi in
+            guard let req, let fi else { return }
+            DirectoryReplies.readdir(FUSERequest(req), handle: fi.pointee.fh, size: size, offset: offset)
+        }
+        ops.readdirplus = { req, _, size, offset, fi in
+            guard let req, let fi else { return }
+            DirectoryReplies.readdirplus(FUSERequest(req), handle: fi.pointee.fh, size: size, offset: offset)
+        }
+        ops.releasedir = { req, _, fi in
+            guard let req else { return }
+            if let fi { FUSEFilesystem.of(req).core.releaseDirectory(handle: fi.pointee.fh) }
+            fuse_reply_err(req, 0)
+        }
+        ops.statfs = { req, _ in
+            guard let req else { return }
+            let request = FUSERequest(req)
+            let core = FUSEFilesystem.of(req).core
+            Task { request.statfs(await core.statistics()) }
+        }
+        ops.open = { req, ino, fi in
+            guard let req, let fi else { return }
+            FileOperations.open(FUSERequest(req), ino: ino, info: FileInfo(fi))
+        }
+        ops.read = { req, ino, size, offset, fi in
+            guard let req, let fi else { return }
+            FileOperations.read(FUSERequest(req), ino: ino, size: size, offset: offset, handle: fi.pointee.fh)
+        }
+        ops.release = { req, _, fi in
+            guard let req else { return }
+            if let fi { FileOperations.release(FUSEFilesystem.of(req), handle: fi.pointee.fh) }
+            fuse_reply_err(req, 0)
+        }
+        ops.getxattr = { req, ino, name, size in
+            guard let req, let name else { return }
+            FileOperations.getxattr(FUSERequest(req), ino: ino, name: String(cString: name), size: size)
+        }
+        ops.listxattr = { req, ino, size in
+            guard let req else { return }
+            FileOperations.listxattr(FUSERequest(req), ino: ino, size: size)
+        }
+        installReadOnlyRefusals(&ops)
+        return ops
+    }
+
+    /// Every mutating operation answers EROFS (without handlers the kernel would report ENOSYS).
+    fileprivate static func installReadOnlyRefusals(_ ops: inout fuse_lowlevel_ops) {
+        ops.setattr = { req, _, _, _, _ in FUSEOperations.refuse(req) }
+        ops.mknod = { req, _, _, _, _ in FUSEOperations.refuse(req) }
+        ops.mkdir = { req, _, _, _ in FUSEOperations.refuse(req) }
+        ops.unlink = { req, _, _ in FUSEOperations.refuse(req) }
+        ops.rmdir = { req, _, _ in FUSEOperations.refuse(req) }
+        ops.symlink = { req, _, _, _ in FUSEOperations.refuse(req) }
+        ops.rename = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
+        ops.link = { req, _, _, _ in FUSEOperations.refuse(req) }
+        ops.write = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
+        ops.create = { req, _, _, _, _ in FUSEOperations.refuse(req) }
+        ops.setxattr = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
+        ops.removexattr = { req, _, _ in FUSEOperations.refuse(req) }
+        ops.fallocate = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
+    }
+
+    fileprivate static func refuse(_ req: fuse_req_t?) {
+        guard let req else { return }
+        fuse_reply_err(req, EROFS)
+    }
+
+    /// Kernel capabilities: forced readdirplus (one round trip lists and stats a folder), cached
+    /// symlinks, parallel directory operations.
+    fileprivate static func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
+        let capable = conn.pointee.capable
+        var want = conn.pointee.want
+        for flag in [FUSE_CAP_READDIRPLUS, FUSE_CAP_CACHE_SYMLINKS, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_READ]
+        where capable & UInt32(flag) != 0 {
+            want |= UInt32(flag)
+        }
+        want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+        conn.pointee.want = want
+    }
+
+    fileprivate static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
+        let fs = FUSEFilesystem.of(request.raw)
+        Task {
+            do {
+                request.entry(try await fs.core.lookup(parent: parent, name: name), timeouts: fs.timeouts)
+            } catch FilesystemError.notFound {
+                request.negativeEntry(timeout: fs.timeouts.negative)
+            } catch {
+                request.fail(error)
+            }
+        }
+    }
+
+    fileprivate static func opendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
+        let fs = FUSEFilesystem.of(request.raw)
+        Task {
+            do {
+                let handle = try await fs.core.openDirectory(ino)
+                info.pointer.pointee.fh = handle
+                // The kernel may keep this folder's listing in its page cache until invalidated.
+                info.pointer.pointee.cache_readdir = 1
+                info.pointer.pointee.keep_cache = 1
+                request.open(info.pointer)
+            } catch {
+                request.fail(error)
+            }
+        }
+    }
+}
+
+/// A fuse_file_info pointer handed to a Task; libfuse keeps it valid until the request is answered.
+struct FileInfo: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<fuse_file_info>
+    init(_ pointer: UnsafeMutablePointer<fuse_file_info>) { self.pointer = pointer }
+}

@@ -1,0 +1,98 @@
+// Background mode without fork(): once the checks pass, the command starts itself again with
+// --foreground in a new session (posix_spawn + setsid), stdout and stderr going to the log file,
+// and waits on a pipe until the child says the mount is ready or why it failed. Forking a process
+// that already runs Swift concurrency and libcurl threads is unsafe; spawning a fresh one is not.
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum Daemon {
+    static let readyVariable = "DROPBOXFS_READY_FD"
+    static let readyFD: Int32 = 3
+    /// glibc's POSIX_SPAWN_SETSID (hidden behind _GNU_SOURCE from Swift).
+    static let posixSpawnSetsid: Int16 = 0x80
+
+    /// True when this process is the background child started by `spawnAndWait`.
+    static var isChild: Bool { getenv(readyVariable) != nil }
+
+    /// Starts the daemon and returns once it reports the mount ready; throws its failure otherwise.
+    static func spawnAndWait(arguments: [String], logFile: String) throws(CommandFailure) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
+        else {
+            throw CommandFailure(.failure, "cannot create a pipe: \(String(cString: strerror(errno)))")
+        }
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, readyFD)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, posixSpawnSetsid)
+
+        let argv = (["dropboxfs", "mount"] + arguments + ["--foreground"]).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var environment: [UnsafeMutablePointer<CChar>?] = []
+        var index = 0
+        while let entry = environ[index] {
+            environment.append(strdup(entry))
+            index += 1
+        }
+        environment.append(strdup("\(readyVariable)=\(readyFD)"))
+        environment.append(nil)
+        defer { environment.forEach { free($0) } }
+
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environment)
+        close(writeEnd)
+        defer { close(readEnd) }
+        guard rc == 0 else {
+            throw CommandFailure(.failure, "cannot start the background daemon: \(String(cString: strerror(rc)))")
+        }
+        var message: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            let n = read(readEnd, &buffer, buffer.count)
+            if n > 0 {
+                message.append(contentsOf: buffer[0..<n])
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        let text = String(decoding: message, as: UTF8.self)
+        if text.hasPrefix("ready") { return }
+        // "fail <code> <message>"
+        let parts = text.split(separator: " ", maxSplits: 2).map(String.init)
+        if parts.count == 3, parts[0] == "fail", let raw = Int32(parts[1]), let code = ExitCode(rawValue: raw) {
+            throw CommandFailure(code, parts[2].trimmingWhitespace())
+        }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        throw CommandFailure(.failure, "the background daemon exited before mounting (see \(logFile))")
+    }
+
+    /// In the child: tells the waiting parent that the mount is ready.
+    static func reportReady() {
+        report("ready\n")
+    }
+
+    /// In the child: tells the waiting parent why mounting failed.
+    static func reportFailure(_ failure: CommandFailure) {
+        report("fail \(failure.code.rawValue) \(failure.message)\n")
+    }
+
+    private static func report(_ text: String) {
+        guard isChild else { return }
+        _ = text.withCString { write(readyFD, $0, strlen($0)) }
+        close(readyFD)
+        unsetenv(readyVariable)
+    }
+}

@@ -1,0 +1,45 @@
+// Exit codes of the dropboxfs command, documented in `dropboxfs --help` and README.md so scripts and
+// service managers can tell failures apart.
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum ExitCode: Int32 {
+    case success = 0
+    /// Any other failure (an unexpected error while running).
+    case failure = 1
+    /// Bad command line.
+    case usage = 2
+    /// The mount point is missing, not a folder, not empty, or already mounted.
+    case mountPoint = 3
+    /// No credentials, or Dropbox rejected them.
+    case credentials = 4
+    /// Dropbox (or the configured server) cannot be reached.
+    case unreachable = 5
+    /// FUSE is not available (/dev/fuse, fusermount3).
+    case fuseUnavailable = 6
+}
+
+/// A failure that ends the command with a one-line message and an exit code.
+struct CommandFailure: Error, CustomStringConvertible {
+    var code: ExitCode
+    var message: String
+
+    init(_ code: ExitCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    var description: String { message }
+}
+
+func printError(_ message: String) {
+    let line = "dropboxfs: \(message)\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+func printOut(_ message: String) {
+    let line = message + "\n"
+    _ = line.withCString { write(1, $0, strlen($0)) }
+}

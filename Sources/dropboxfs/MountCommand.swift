@@ -1,0 +1,199 @@
+// `dropboxfs mount`: parse options, check the mount point, FUSE and the credentials (each failure a
+// clear line and its own exit code), then either hand over to a background daemon or mount in the
+// foreground and serve until unmounted.
+
+import DropboxAPI
+import DropboxFS
+import FUSEAdapter
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum MountCommand {
+    static let spec = ArgumentSpec(
+        valued: [
+            "o": "o", "access-token-file": "access-token-file", "api-url": "api-url",
+            "content-url": "content-url", "notify-url": "notify-url", "attr-timeout": "attr-timeout",
+            "dir-cache-time": "dir-cache-time", "threads": "threads", "log-level": "log-level",
+            "log-file": "log-file",
+        ],
+        switches: [
+            "f": "foreground", "foreground": "foreground", "allow-other": "allow-other",
+            "allow-non-empty": "allow-non-empty", "d": "debug", "debug": "debug", "h": "help", "help": "help",
+        ])
+
+    static func run(_ arguments: [String]) throws -> ExitCode {
+        let parsed = try spec.parse(arguments)
+        if parsed.has("help") {
+            printOut(Help.mount)
+            return .success
+        }
+        do {
+            let configuration = try MountConfiguration(parsed, environment: ProcessInfo.processInfo.environment)
+            return try mount(configuration, arguments: arguments)
+        } catch let failure as CommandFailure {
+            Daemon.reportFailure(failure)
+            throw failure
+        } catch let usage as UsageError {
+            Daemon.reportFailure(CommandFailure(.usage, usage.description))
+            throw usage
+        }
+    }
+
+    private static func mount(_ configuration: MountConfiguration, arguments: [String]) throws -> ExitCode {
+        Log.level = configuration.logLevel
+        try MountPointChecks.checkFUSEAvailable()
+        let mountpoint = try MountPointChecks.validate(
+            configuration.mountpoint, isDefault: configuration.mountpointIsDefault,
+            allowNonEmpty: configuration.allowNonEmpty)
+        let token = try Credentials.accessToken(
+            file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment)
+        let client = DropboxHTTPClient(endpoints: configuration.endpoints, tokens: StaticTokenProvider(token: token))
+        let account = try verify(client, endpoints: configuration.endpoints)
+
+        if !configuration.foreground && !Daemon.isChild {
+            try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())
+            printOut("dropboxfs: mounted \(account.email)'s Dropbox on \(mountpoint) (unmount: fusermount3 -u \(mountpoint))")
+            return .success
+        }
+
+        let core = Filesystem(
+            client: client,
+            options: FilesystemOptions(folderListingTTL: configuration.dirCacheTime))
+        let adapter = FUSEFilesystem(
+            core: core,
+            timeouts: CacheTimeouts(
+                entry: configuration.attrTimeout, attributes: configuration.attrTimeout,
+                negative: configuration.attrTimeout))
+        let session = FUSESession(
+            filesystem: adapter, mountpoint: mountpoint, mountOptions: configuration.mountOptions,
+            maxThreads: configuration.threads)
+        do {
+            try session.run {
+                Log.info("mounted \(account.email)'s Dropbox on \(mountpoint)")
+                Daemon.reportReady()
+            }
+        } catch {
+            throw CommandFailure(.mountPoint, error.description)
+        }
+        Log.info("unmounted \(mountpoint)")
+        return .success
+    }
+
+    /// Checks the token and the server with users/get_current_account before mounting.
+    private static func verify(_ client: DropboxHTTPClient, endpoints: DropboxEndpoints) throws(CommandFailure) -> FullAccount {
+        do {
+            return try runBlocking { try await client.getCurrentAccount() }
+        } catch let error as DropboxError {
+            switch error {
+            case .authentication(let failure):
+                throw CommandFailure(.credentials, "Dropbox rejected the credentials: \(DropboxError.authentication(failure))")
+            case .transport(let failure):
+                throw CommandFailure(.unreachable, "cannot reach Dropbox at \(endpoints.api): \(failure.message)")
+            case .badRequest(let message):
+                throw CommandFailure(.credentials, "Dropbox refused the request: \(message)")
+            default:
+                throw CommandFailure(.unreachable, "Dropbox at \(endpoints.api) did not answer properly: \(error)")
+            }
+        } catch {
+            throw CommandFailure(.failure, "\(error)")
+        }
+    }
+}
+
+/// Everything `mount` needs, resolved from flags and the environment.
+struct MountConfiguration {
+    var mountpoint: String
+    var mountpointIsDefault: Bool
+    var foreground: Bool
+    var allowNonEmpty: Bool
+    var accessTokenFile: String?
+    var endpoints: DropboxEndpoints
+    var attrTimeout: Double
+    var dirCacheTime: Double
+    var threads: Int
+    var logLevel: LogLevel
+    var logFile: String?
+    var mountOptions: [String]
+
+    init(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) {
+        guard parsed.positionals.count <= 1 else {
+            throw UsageError(description: "mount takes one mount point, got \(parsed.positionals.count) (see mount --help)")
+        }
+        let home = environment["HOME"] ?? "/root"
+        if let path = parsed.positionals.first {
+            mountpoint = path
+            mountpointIsDefault = false
+        } else {
+            mountpoint = home + "/dropbox"
+            mountpointIsDefault = true
+        }
+        foreground = parsed.has("foreground")
+        allowNonEmpty = parsed.has("allow-non-empty")
+        accessTokenFile = parsed.value("access-token-file")
+        var endpoints = DropboxEndpoints.fromEnvironment(environment)
+        if let url = parsed.value("api-url") { endpoints.api = url }
+        if let url = parsed.value("content-url") { endpoints.content = url }
+        if let url = parsed.value("notify-url") { endpoints.notify = url }
+        self.endpoints = DropboxEndpoints(
+            api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
+        attrTimeout = try Self.seconds(parsed.value("attr-timeout"), name: "--attr-timeout", default: 60)
+        dirCacheTime = try Self.seconds(parsed.value("dir-cache-time"), name: "--dir-cache-time", default: 60)
+        if let text = parsed.value("threads") {
+            guard let value = Int(text), (1...256).contains(value) else {
+                throw UsageError(description: "--threads must be a number from 1 to 256")
+            }
+            threads = value
+        } else {
+            threads = 16
+        }
+        if parsed.has("debug") {
+            logLevel = .debug
+        } else if let text = parsed.value("log-level") {
+            guard let level = LogLevel(name: text) else {
+                throw UsageError(description: "--log-level must be debug, info, warning or error")
+            }
+            logLevel = level
+        } else {
+            logLevel = .info
+        }
+        logFile = parsed.value("log-file")
+        var options = [
+            "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=dropboxfs",
+            "subtype=dropboxfs",
+        ]
+        if parsed.has("allow-other") { options.append("allow_other") }
+        for extra in parsed.values("o") {
+            for option in extra.split(separator: ",") where !option.isEmpty {
+                guard option != "rw" else { throw UsageError(description: "dropboxfs is read-only: -o rw is not supported") }
+                if !options.contains(String(option)) { options.append(String(option)) }
+            }
+        }
+        mountOptions = options
+    }
+
+    /// The daemon's log file, creating its folder (0700) when needed.
+    func logFilePath() throws(CommandFailure) -> String {
+        if let logFile { return logFile }
+        let environment = ProcessInfo.processInfo.environment
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (environment["HOME"] ?? "/root") + "/.cache"
+        let folder = cache + "/dropboxfs"
+        for path in [cache, folder] where access(path, F_OK) != 0 {
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+                throw CommandFailure(.failure, "cannot create \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        return folder + "/dropboxfs.log"
+    }
+
+    private static func seconds(_ text: String?, name: String, default value: Double) throws(UsageError) -> Double {
+        guard let text else { return value }
+        guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
+            throw UsageError(description: "\(name) must be a number of seconds (0 or more)")
+        }
+        return seconds
+    }
+}
