@@ -1,0 +1,170 @@
+"""Fixtures for mount tests: a fake Dropbox server and a real FUSE mount of the built binary.
+
+Every test gets its own temporary mount point; the mount is always unmounted at teardown, even when
+the test fails, and the daemon's log is scanned: an unexpected `[error]` line fails the test.
+Where FUSE cannot be used (no /dev/fuse, no fusermount3, not root) the tests FAIL with a clear
+message; set DROPBOXFS_ALLOW_NO_FUSE=1 to turn that into loud skips on a machine known to lack FUSE.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "fakedropbox"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fakedropbox.client import FakeDropbox  # noqa: E402
+
+BINARY = Path(os.environ.get("DROPBOXFS_BIN", ROOT / ".build" / "debug" / "dropboxfs"))
+TOKEN = "test-token"
+
+
+def fuse_problem():
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse does not exist"
+    if not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "/dev/fuse is not readable and writable by this user"
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (apt-get install fuse3)"
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def require_fuse():
+    problem = fuse_problem()
+    if problem is None:
+        return
+    message = f"FUSE IS NOT AVAILABLE, MOUNT TESTS CANNOT RUN: {problem}"
+    if os.environ.get("DROPBOXFS_ALLOW_NO_FUSE") == "1":
+        print("\n" + "!" * 80 + "\n" + message + "\n" + "!" * 80, file=sys.stderr)
+        pytest.skip(message)
+    pytest.fail(message)
+
+
+@pytest.fixture(scope="session")
+def binary():
+    if not BINARY.exists():
+        pytest.fail(f"dropboxfs binary not found at {BINARY}: run swift build first")
+    return str(BINARY)
+
+
+def is_mounted(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            point = fields[4].encode().decode("unicode_escape")
+            if point == path:
+                return True
+    return False
+
+
+def env_for(fake, token=TOKEN, extra=None):
+    env = dict(os.environ)
+    env.update(
+        DROPBOXFS_API_URL=fake.url,
+        DROPBOXFS_CONTENT_URL=fake.url,
+        DROPBOXFS_NOTIFY_URL=fake.url,
+        DROPBOXFS_OAUTH_URL=fake.url,
+    )
+    if token is None:
+        env.pop("DROPBOXFS_ACCESS_TOKEN", None)
+    else:
+        env["DROPBOXFS_ACCESS_TOKEN"] = token
+    env.update(extra or {})
+    return env
+
+
+class Mount:
+    """A running `dropboxfs mount --foreground` process and its mount point."""
+
+    def __init__(self, binary, fake, mountpoint, args=(), env_extra=None, log_path=None):
+        self.fake = fake
+        self.path = str(mountpoint)
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        self.process = subprocess.Popen(
+            [binary, "mount", self.path, "--foreground", *args],
+            env=env_for(fake, extra=env_extra),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        deadline = time.time() + 20
+        while not is_mounted(self.path):
+            if self.process.poll() is not None:
+                raise AssertionError(f"dropboxfs exited with {self.process.returncode}:\n{self.log_text()}")
+            if time.time() > deadline:
+                self.process.kill()
+                raise AssertionError(f"mount did not appear within 20 s:\n{self.log_text()}")
+            time.sleep(0.05)
+
+    def log_text(self):
+        self.log.flush()
+        return Path(self.log_path).read_text(errors="replace")
+
+    def unmount(self, timeout=15):
+        if is_mounted(self.path):
+            subprocess.run(["fusermount3", "-u", self.path], check=False, capture_output=True)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            subprocess.run(["fusermount3", "-uz", self.path], check=False, capture_output=True)
+            raise AssertionError(f"dropboxfs did not exit within {timeout} s after unmount")
+        finally:
+            self.log.close()
+
+    def run(self, *cmd, check=True, **kw):
+        return subprocess.run(cmd, check=check, capture_output=True, timeout=kw.pop("timeout", 120), **kw)
+
+
+@pytest.fixture
+def fake_factory():
+    fakes = []
+
+    def start(*args):
+        fake = FakeDropbox.start("--quiet", *args)
+        fakes.append(fake)
+        return fake
+
+    yield start
+    for fake in fakes:
+        fake.stop()
+
+
+@pytest.fixture
+def mount_factory(binary, tmp_path):
+    mounts = []
+
+    def start(fake, *args, env_extra=None, allowed_log=()):
+        index = len(mounts)
+        mountpoint = tmp_path / f"mnt{index}"
+        mountpoint.mkdir()
+        m = Mount(binary, fake, mountpoint, args, env_extra, tmp_path / f"daemon{index}.log")
+        m.allowed_log = allowed_log
+        mounts.append(m)
+        return m
+
+    yield start
+    problems = []
+    for m in mounts:
+        try:
+            m.unmount()
+        except AssertionError as e:
+            problems.append(str(e))
+        if is_mounted(m.path):
+            subprocess.run(["fusermount3", "-uz", m.path], check=False)
+            problems.append(f"{m.path} was still mounted after the daemon exited")
+        for line in m.log_text().splitlines():
+            if "[error]" in line and not any(a in line for a in m.allowed_log):
+                problems.append(f"unexpected error in daemon log: {line}")
+    if problems:
+        pytest.fail("\n".join(problems))
