@@ -9,9 +9,20 @@ extension Filesystem {
     public func openDirectory(_ inode: UInt64) async throws(FilesystemError) -> UInt64 {
         let index = try Self.index(inode)
         try await ensureListed(index)
-        return try state.withLock { (s: inout State) throws(FilesystemError) -> UInt64 in
+        return try snapshot(index, requireFresh: false)!
+    }
+
+    /// Opens a folder without waiting when its listing is fresh; nil when it must be listed first
+    /// (then call `openDirectory`).
+    public func openDirectoryCached(_ inode: UInt64) throws(FilesystemError) -> UInt64? {
+        try snapshot(try Self.index(inode), requireFresh: true)
+    }
+
+    private func snapshot(_ index: UInt32, requireFresh: Bool) throws(FilesystemError) -> UInt64? {
+        try state.withLock { (s: inout State) throws(FilesystemError) -> UInt64? in
             guard let node = s.tree.node(index) else { throw .stale }
             guard node.kind == .folder else { throw .notADirectory }
+            if requireFresh && node.attached && !isFresh(index, in: s) { return nil }
             let ownership = options.ownership
             var entries: [DirectoryEntry] = []
             let children = s.tree.children(of: index)

@@ -3,41 +3,55 @@
 import DropboxAPI
 
 extension Filesystem {
-    /// Looks `name` up in folder `parent`. On success the kernel holds one more reference to the
-    /// returned inode (released through `forget`). Names match byte for byte (SEMANTICS.md).
+    /// The answer to a lookup that needs no request, when there is one.
+    public enum CachedLookup: Sendable, Equatable {
+        case found(FileAttributes)
+        case notFound
+        /// The folder must be listed first: call `lookup`.
+        case needsListing
+    }
+
+    /// Looks `name` up in folder `parent` without waiting: answers from the tree when it can
+    /// (the common case once a folder is listed), so the FUSE layer can reply on its own thread.
+    /// A `.found` answer counts one kernel lookup.
+    public func lookupCached(parent: UInt64, name: String) throws(FilesystemError) -> CachedLookup {
+        let parentIndex = try Self.index(parent)
+        return try lookupStep(parentIndex, name: name, fold: FoldKey(name), listed: false)
+    }
+
+    /// Looks `name` up in folder `parent`, listing the folder first when needed. On success the
+    /// kernel holds one more reference to the returned inode (released through `forget`). Names
+    /// match byte for byte (SEMANTICS.md).
     public func lookup(parent: UInt64, name: String) async throws(FilesystemError) -> FileAttributes {
         let parentIndex = try Self.index(parent)
         let fold = FoldKey(name)
-        for attempt in 0..<2 {
-            enum Outcome {
-                case found(FileAttributes)
-                case missing
-                case needsListing
-            }
-            let outcome: Outcome = try state.withLock { (s: inout State) throws(FilesystemError) -> Outcome in
-                guard let folder = s.tree.node(parentIndex) else { throw .stale }
-                guard folder.kind == .folder else { throw .notADirectory }
-                switch s.tree.lookup(parent: parentIndex, fold: fold) {
-                case .found(let child):
-                    let node = s.tree.nodes[Int(child)]
-                    guard node.name.utf8.elementsEqual(name.utf8) else {
-                        return isFresh(parentIndex, in: s) || attempt > 0 ? .missing : .needsListing
-                    }
-                    s.tree.addLookup(child)
-                    return .found(node.attributes(inode: child, ownership: options.ownership))
-                case .absent:
-                    return isFresh(parentIndex, in: s) || attempt > 0 ? .missing : .needsListing
-                case .unknown:
-                    return attempt > 0 ? .missing : .needsListing
-                }
-            }
-            switch outcome {
+        var listed = false
+        while true {
+            switch try lookupStep(parentIndex, name: name, fold: fold, listed: listed) {
             case .found(let attributes): return attributes
-            case .missing: throw .notFound
-            case .needsListing: try await ensureListed(parentIndex)
+            case .notFound: throw .notFound
+            case .needsListing:
+                try await ensureListed(parentIndex)
+                listed = true
             }
         }
-        throw .notFound
+    }
+
+    private func lookupStep(_ parent: UInt32, name: String, fold: FoldKey, listed: Bool) throws(FilesystemError) -> CachedLookup {
+        try state.withLock { (s: inout State) throws(FilesystemError) -> CachedLookup in
+            guard let folder = s.tree.node(parent) else { throw .stale }
+            guard folder.kind == .folder else { throw .notADirectory }
+            let settled = listed || isFresh(parent, in: s)
+            switch s.tree.lookup(parent: parent, fold: fold) {
+            case .found(let child):
+                let node = s.tree.nodes[Int(child)]
+                guard node.name.utf8.elementsEqual(name.utf8) else { return settled ? .notFound : .needsListing }
+                s.tree.addLookup(child)
+                return .found(node.attributes(inode: child, ownership: options.ownership))
+            case .absent, .unknown:
+                return settled ? .notFound : .needsListing
+            }
+        }
     }
 
     /// The attributes of a known inode.

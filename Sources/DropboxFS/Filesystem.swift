@@ -24,6 +24,18 @@ public struct FilesystemOptions: Sendable {
     public var pageLimit: UInt32
     /// How long a space-usage answer is reused for statfs.
     public var spaceUsageTTL: Double
+    /// Fill the whole tree in the background with recursive listings (DESIGN.md §4).
+    public var prefetch: Bool
+    /// Follow changes with longpoll + list_folder/continue and invalidate the kernel's caches.
+    public var watchChanges: Bool
+    /// How long a request for a folder waits for a recursive listing that will fill it before
+    /// listing the folder by itself.
+    public var prefetchWait: Double
+    /// After the whole-tree listing has run this long, a walk that enters an unfilled folder gets
+    /// a recursive listing of its own subtree first.
+    public var subtreeListingAfter: Double
+    /// `timeout` of each longpoll, seconds (Dropbox accepts 30...480).
+    public var longpollTimeout: Int
     /// Monotonic seconds; injectable for tests.
     public var monotonicNow: @Sendable () -> Double
 
@@ -33,6 +45,11 @@ public struct FilesystemOptions: Sendable {
         folderListingTTL: Double = 60,
         pageLimit: UInt32 = 2000,
         spaceUsageTTL: Double = 60,
+        prefetch: Bool = false,
+        watchChanges: Bool = false,
+        prefetchWait: Double = 0.5,
+        subtreeListingAfter: Double = 2,
+        longpollTimeout: Int = 120,
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
         self.ownership = ownership
@@ -40,6 +57,11 @@ public struct FilesystemOptions: Sendable {
         self.folderListingTTL = folderListingTTL
         self.pageLimit = pageLimit
         self.spaceUsageTTL = spaceUsageTTL
+        self.prefetch = prefetch
+        self.watchChanges = watchChanges
+        self.prefetchWait = prefetchWait
+        self.subtreeListingAfter = subtreeListingAfter
+        self.longpollTimeout = longpollTimeout
         self.monotonicNow = monotonicNow
     }
 }
@@ -59,11 +81,21 @@ public final class Filesystem: Sendable {
         /// Names already warned about, so each hidden name is logged once.
         var warnedNames: Set<String> = []
         var spaceUsage: (value: SpaceUsage, at: Double)?
+        /// Running recursive listings by the folder they list.
+        var recursiveListings: [UInt32: RecursiveListing] = [:]
+        /// The epoch given to the next recursive listing (newer listings see newer snapshots).
+        var nextEpoch: UInt32 = 1
+        /// The newest cursor covering the whole account, once known.
+        var cursor: String?
+        var progress = SyncProgress()
+        /// The change watcher and the whole-tree fill, cancelled by `stop`.
+        var backgroundTasks: [Task<Void, Never>] = []
     }
 
     let client: any DropboxClient
     let options: FilesystemOptions
     let state: Mutex<State>
+    let invalidations = InvalidationPublisher()
 
     public init(client: any DropboxClient, options: FilesystemOptions = FilesystemOptions()) {
         self.client = client
@@ -81,6 +113,11 @@ public final class Filesystem: Sendable {
     static func index(_ inode: UInt64) throws(FilesystemError) -> UInt32 {
         guard inode > 0, inode <= UInt64(UInt32.max) else { throw .stale }
         return UInt32(inode)
+    }
+
+    /// Where tree changes that make kernel caches stale are delivered (the FUSE session).
+    public func setInvalidationHandler(_ handler: (@Sendable ([Invalidation]) -> Void)?) {
+        invalidations.setSink(handler)
     }
 
     /// Number of entries currently in the tree (for statfs and progress reports).

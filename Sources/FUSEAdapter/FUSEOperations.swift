@@ -143,6 +143,21 @@ enum FUSEOperations {
 
     fileprivate static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
         let fs = FUSEFilesystem.of(request.raw)
+        do {
+            switch try fs.core.lookupCached(parent: parent, name: name) {
+            case .found(let attributes):
+                request.entry(attributes, timeouts: fs.timeouts)
+                return
+            case .notFound:
+                request.negativeEntry(timeout: fs.timeouts.negative)
+                return
+            case .needsListing:
+                break
+            }
+        } catch {
+            request.fail(error)
+            return
+        }
         Task {
             do {
                 request.entry(try await fs.core.lookup(parent: parent, name: name), timeouts: fs.timeouts)
@@ -156,18 +171,30 @@ enum FUSEOperations {
 
     fileprivate static func opendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
         let fs = FUSEFilesystem.of(request.raw)
+        do {
+            if let handle = try fs.core.openDirectoryCached(ino) {
+                replyOpendir(request, info: info, handle: handle)
+                return
+            }
+        } catch {
+            request.fail(error)
+            return
+        }
         Task {
             do {
-                let handle = try await fs.core.openDirectory(ino)
-                info.pointer.pointee.fh = handle
-                // The kernel may keep this folder's listing in its page cache until invalidated.
-                info.pointer.pointee.cache_readdir = 1
-                info.pointer.pointee.keep_cache = 1
-                request.open(info.pointer)
+                replyOpendir(request, info: info, handle: try await fs.core.openDirectory(ino))
             } catch {
                 request.fail(error)
             }
         }
+    }
+
+    private static func replyOpendir(_ request: FUSERequest, info: FileInfo, handle: UInt64) {
+        info.pointer.pointee.fh = handle
+        // The kernel may keep this folder's listing in its page cache until invalidated.
+        info.pointer.pointee.cache_readdir = 1
+        info.pointer.pointee.keep_cache = 1
+        request.open(info.pointer)
     }
 }
 

@@ -38,9 +38,15 @@ enum Help {
                                       https://content.dropboxapi.com)
           --notify-url URL            notify base URL (default $DROPBOXFS_NOTIFY_URL or
                                       https://notify.dropboxapi.com)
-          --attr-timeout SECONDS      how long the kernel caches names and attributes (default 60)
-          --dir-cache-time SECONDS    how long a folder listing is trusted before it is listed
-                                      again (default 60)
+          --no-prefetch               do not list the whole account in the background; folders are
+                                      listed one request each when first opened
+          --no-watch                  do not follow changes (no longpoll); folders are listed again
+                                      after --dir-cache-time
+          --attr-timeout SECONDS      how long the kernel caches names and attributes (default 3600,
+                                      or 60 with --no-watch; changes seen by the watcher
+                                      invalidate them at once)
+          --dir-cache-time SECONDS    with --no-watch: how long a folder listing is trusted before
+                                      it is listed again (default 60)
           --threads N                 FUSE worker threads (default 16)
           --log-level LEVEL           debug, info, warning or error (default info)
           -d, --debug                 same as --log-level debug

@@ -21,7 +21,8 @@ enum MountCommand {
         ],
         switches: [
             "f": "foreground", "foreground": "foreground", "allow-other": "allow-other",
-            "allow-non-empty": "allow-non-empty", "d": "debug", "debug": "debug", "h": "help", "help": "help",
+            "allow-non-empty": "allow-non-empty", "no-prefetch": "no-prefetch", "no-watch": "no-watch",
+            "d": "debug", "debug": "debug", "h": "help", "help": "help",
         ])
 
     static func run(_ arguments: [String]) throws -> ExitCode {
@@ -61,7 +62,9 @@ enum MountCommand {
 
         let core = Filesystem(
             client: client,
-            options: FilesystemOptions(folderListingTTL: configuration.dirCacheTime))
+            options: FilesystemOptions(
+                folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
+                prefetch: configuration.prefetch, watchChanges: configuration.watch))
         let adapter = FUSEFilesystem(
             core: core,
             timeouts: CacheTimeouts(
@@ -70,9 +73,12 @@ enum MountCommand {
         let session = FUSESession(
             filesystem: adapter, mountpoint: mountpoint, mountOptions: configuration.mountOptions,
             maxThreads: configuration.threads)
+        core.setInvalidationHandler { session.invalidate($0) }
+        defer { core.stop() }
         do {
             try session.run {
                 Log.info("mounted \(account.email)'s Dropbox on \(mountpoint)")
+                core.startSync()
                 Daemon.reportReady()
             }
         } catch {
@@ -114,6 +120,9 @@ struct MountConfiguration {
     var attrTimeout: Double
     var dirCacheTime: Double
     var threads: Int
+    /// Whole-tree background listing, and change following (with kernel invalidation).
+    var prefetch: Bool
+    var watch: Bool
     var logLevel: LogLevel
     var logFile: String?
     var mountOptions: [String]
@@ -139,7 +148,10 @@ struct MountConfiguration {
         if let url = parsed.value("notify-url") { endpoints.notify = url }
         self.endpoints = DropboxEndpoints(
             api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
-        attrTimeout = try Self.seconds(parsed.value("attr-timeout"), name: "--attr-timeout", default: 60)
+        prefetch = !parsed.has("no-prefetch")
+        watch = !parsed.has("no-watch")
+        // With the watcher, changes invalidate the kernel's caches, so they can be kept long.
+        attrTimeout = try Self.seconds(parsed.value("attr-timeout"), name: "--attr-timeout", default: watch ? 3600 : 60)
         dirCacheTime = try Self.seconds(parsed.value("dir-cache-time"), name: "--dir-cache-time", default: 60)
         if let text = parsed.value("threads") {
             guard let value = Int(text), (1...256).contains(value) else {

@@ -8,6 +8,12 @@ import DropboxAPI
 extension Filesystem {
     /// Returns once `folder` holds a complete, fresh listing.
     func ensureListed(_ folder: UInt32) async throws(FilesystemError) {
+        // A recursive listing that will fill this folder is usually quicker than a request per
+        // folder for a walk; wait a little for it before listing the folder by itself.
+        let covering = state.withLock { s -> RecursiveListing? in
+            isFresh(folder, in: s) ? nil : recursiveListingToWaitFor(folder, in: &s)
+        }
+        if let covering { _ = await covering.done.wait(seconds: options.prefetchWait) }
         let task: Task<Void, any Error>? = try state.withLock {
             (s: inout State) throws(FilesystemError) -> Task<Void, any Error>? in
             guard let node = s.tree.node(folder) else { throw .stale }
@@ -47,31 +53,33 @@ extension Filesystem {
             }
         } catch .lookup(.notFound) {
             // The folder is gone on Dropbox: drop it from the tree.
+            var invalidated: [Invalidation] = []
             state.withLock { s in
                 guard let node = s.tree.node(folder), node.attached, folder != MetadataTree.rootIndex else { return }
-                var invalidations: [Invalidation] = []
-                s.tree.remove(parent: node.parent, fold: FoldKey(node.name), invalidations: &invalidations)
+                s.tree.remove(parent: node.parent, fold: FoldKey(node.name), invalidations: &invalidated)
             }
+            invalidations.publish(invalidated)
             throw .notFound
         } catch {
             Log.warning("listing \(path.isEmpty ? "/" : path) failed: \(error)")
             throw FilesystemError(error)
         }
         let now = options.monotonicNow()
+        var invalidated: [Invalidation] = []
+        defer { invalidations.publish(invalidated) }
         state.withLock { s in
             guard s.tree.node(folder)?.attached == true else { return }
-            var invalidations: [Invalidation] = []
             var seen = Set<UInt32>()
             seen.reserveCapacity(entries.count)
             for entry in entries {
                 guard let name = validName(entry, in: &s) else { continue }
                 if let index = s.tree.upsert(
-                    parent: folder, name: name, metadata: entry, invalidations: &invalidations)
+                    parent: folder, name: name, metadata: entry, invalidations: &invalidated)
                 {
                     seen.insert(index)
                 }
             }
-            s.tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidations)
+            s.tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidated)
             s.tree.setComplete(folder, true, at: now)
         }
     }

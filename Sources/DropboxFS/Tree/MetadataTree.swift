@@ -122,10 +122,12 @@ struct MetadataTree {
     // MARK: Changing
 
     /// Creates or updates the child `name` of `parent` from Dropbox metadata. A file replacing a
-    /// folder (or the reverse) detaches the old node, as Dropbox's delta rules say.
+    /// folder (or the reverse) detaches the old node, as Dropbox's delta rules say. A folder created
+    /// here starts complete only when `newFoldersComplete` (its children will all arrive as deltas).
     @discardableResult
     mutating func upsert(
-        parent: UInt32, name: NodeName, metadata: Metadata, invalidations: inout [Invalidation]
+        parent: UInt32, name: NodeName, metadata: Metadata, epoch: UInt32? = nil, newFoldersComplete: Bool = false,
+        invalidations: inout [Invalidation]
     ) -> UInt32? {
         let kind: NodeKind
         switch metadata {
@@ -134,16 +136,22 @@ struct MetadataTree {
         case .deleted: return nil
         }
         let fold = FoldKey(name.string)
+        // Only a complete folder can have told the kernel "no such name" or filled its readdir
+        // cache, so only its changes need kernel invalidation.
+        let parentComplete = nodes[Int(parent)].folder?.complete ?? false
         if let existing = nodes[Int(parent)].folder?.children[fold] {
             if nodes[Int(existing)].kind == kind {
                 let before = nodes[Int(existing)]
                 fill(existing, from: metadata)
-                if before.name.utf8.elementsEqual(name.string.utf8) == false {
+                if let epoch { nodes[Int(existing)].seenEpoch = epoch }
+                if !before.name.utf8.elementsEqual(name.string.utf8) {
                     invalidations.append(.entry(parent: UInt64(parent), name: before.name))
+                    invalidations.append(.inode(UInt64(parent)))
                     nodes[Int(existing)].name = name.string
                 }
-                if before.size != nodes[Int(existing)].size || before.rev != nodes[Int(existing)].rev
-                    || before.mtime != nodes[Int(existing)].mtime || before.id != nodes[Int(existing)].id
+                let after = nodes[Int(existing)]
+                if before.size != after.size || before.rev != after.rev || before.mtime != after.mtime
+                    || before.id != after.id || before.contentHash != after.contentHash
                 {
                     invalidations.append(.inode(UInt64(existing)))
                 }
@@ -151,11 +159,17 @@ struct MetadataTree {
             }
             detach(existing, from: parent, fold: fold, invalidations: &invalidations)
         }
-        let index = allocate(Node(parent: parent, name: name.string, kind: kind))
+        var node = Node(parent: parent, name: name.string, kind: kind)
+        node.seenEpoch = epoch ?? 0
+        if kind == .folder && newFoldersComplete { node.folder?.complete = true }
+        let index = allocate(node)
         fill(index, from: metadata)
         nodes[Int(parent)].folder?.children[fold] = index
         liveCount += 1
-        invalidations.append(.entry(parent: UInt64(parent), name: name.string))
+        if parentComplete {
+            invalidations.append(.entry(parent: UInt64(parent), name: name.string))
+            invalidations.append(.inode(UInt64(parent)))
+        }
         return index
     }
 
@@ -179,6 +193,39 @@ struct MetadataTree {
         for (fold, child) in children where !seen.contains(child) {
             detach(child, from: folder, fold: fold, invalidations: &invalidations)
         }
+    }
+
+    /// Marks every attached folder in the subtree of `top` complete, and removes the entries of
+    /// that subtree that the listing of `epoch` did not see (a full recursive listing is the truth).
+    mutating func completeSubtree(
+        _ top: UInt32, epoch: UInt32, at time: Double, invalidations: inout [Invalidation]
+    ) {
+        var stack = [top]
+        while let current = stack.popLast() {
+            guard var state = nodes[Int(current)].folder else { continue }
+            for (fold, child) in state.children where nodes[Int(child)].seenEpoch < epoch {
+                detach(child, from: current, fold: fold, invalidations: &invalidations)
+            }
+            state = nodes[Int(current)].folder!
+            if !state.complete { nodes[Int(current)].folder?.complete = true }
+            nodes[Int(current)].folder?.listedAt = time
+            for child in state.children.values where nodes[Int(child)].kind == .folder {
+                stack.append(child)
+            }
+        }
+    }
+
+    /// Marks every folder incomplete, so each is listed again when next needed (after a cursor
+    /// reset when no full listing runs).
+    mutating func markAllIncomplete() {
+        for index in nodes.indices where nodes[index].attached && nodes[index].folder != nil {
+            nodes[index].folder?.complete = false
+        }
+    }
+
+    /// Records that a listing of `epoch` saw `index` (the root of a subtree listing).
+    mutating func markSeen(_ index: UInt32, epoch: UInt32) {
+        nodes[Int(index)].seenEpoch = epoch
     }
 
     // MARK: Internals
@@ -222,6 +269,7 @@ struct MetadataTree {
     ) {
         nodes[Int(parent)].folder?.children[fold] = nil
         invalidations.append(.entry(parent: UInt64(parent), name: nodes[Int(index)].name))
+        invalidations.append(.inode(UInt64(parent)))
         var stack = [index]
         while let current = stack.popLast() {
             if let children = nodes[Int(current)].folder?.children {

@@ -39,6 +39,8 @@ struct Node {
     var contentHash: ContentHash?
     /// Distinguishes successive users of a reused index (FUSE's generation number).
     var generation: UInt64 = 0
+    /// The fill epoch that last saw this entry; a completed full listing removes older ones.
+    var seenEpoch: UInt32 = 0
     /// Kernel lookup count: how many LOOKUP/READDIRPLUS replies the kernel still holds.
     var lookups: UInt64 = 0
     var folder: FolderState?

@@ -1,0 +1,109 @@
+// Freshness: after the tree is filled (or at once, in lazy mode) the watcher longpolls the
+// account's cursor, applies every change batch from list_folder/continue in order, and keeps the
+// newest cursor. A `reset` cursor is recovered without unmounting: with prefetch a new full listing
+// replaces the tree (entries it no longer sees are removed); without, every folder is listed again
+// when next needed.
+
+import DropboxAPI
+
+extension Filesystem {
+    /// Starts the background work the options ask for. Call once, after mounting.
+    public func startSync() {
+        guard options.prefetch || options.watchChanges else { return }
+        let task = Task { await self.runSync() }
+        state.withLock { $0.backgroundTasks.append(task) }
+    }
+
+    /// Stops the background work (at unmount).
+    public func stop() {
+        let tasks = state.withLock { s -> [Task<Void, Never>] in
+            defer { s.backgroundTasks = [] }
+            return s.backgroundTasks
+        }
+        tasks.forEach { $0.cancel() }
+    }
+
+    private func runSync() async {
+        var cursor = await establishCursor()
+        guard options.watchChanges else { return }
+        state.withLock { $0.progress.phase = options.prefetch ? .watching : .lazy }
+        var failures = 0
+        while !Task.isCancelled {
+            guard let current = cursor else {
+                failures += 1
+                await pause(seconds: Self.retryDelay(failures: failures))
+                cursor = await establishCursor()
+                continue
+            }
+            do {
+                let poll = try await client.listFolderLongpoll(cursor: current, timeoutSeconds: options.longpollTimeout)
+                if poll.changes { cursor = try await applyChanges(since: current) }
+                failures = 0
+                if let backoff = poll.backoff { await pause(seconds: Double(backoff)) }
+            } catch .cursorReset {
+                Log.warning("the Dropbox cursor was reset; rebuilding the tree")
+                state.withLock { $0.progress.resets += 1 }
+                cursor = await recoverFromReset()
+            } catch {
+                failures += 1
+                let delay = Self.retryDelay(failures: failures)
+                Log.warning("watching for changes failed (\(error)); retrying in \(Int(delay)) s")
+                await pause(seconds: delay)
+            }
+        }
+    }
+
+    /// The cursor to follow: from a whole-account listing (prefetch) or the latest one (lazy).
+    private func establishCursor() async -> String? {
+        if options.prefetch {
+            let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
+            if let listing { _ = await listing.done.wait(seconds: .infinity) }
+            if let cursor = state.withLock({ $0.cursor }) { return cursor }
+        }
+        guard options.watchChanges else { return nil }
+        do {
+            let cursor = try await client.listFolderGetLatestCursor(
+                ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
+            state.withLock { $0.cursor = cursor }
+            return cursor
+        } catch {
+            Log.warning("cannot get a change cursor: \(error)")
+            return nil
+        }
+    }
+
+    /// Applies every change batch since `cursor` and returns the newest cursor.
+    func applyChanges(since cursor: String) async throws(DropboxError) -> String {
+        var cursor = cursor
+        while true {
+            let page = try await client.listFolderContinue(cursor: cursor)
+            applyPage(page.entries, as: .changes)
+            cursor = page.cursor
+            state.withLock { $0.cursor = page.cursor }
+            if !page.hasMore { return cursor }
+        }
+    }
+
+    private func recoverFromReset() async -> String? {
+        state.withLock { $0.cursor = nil }
+        if options.prefetch { return await establishCursor() }
+        var invalidated: [Invalidation] = []
+        state.withLock { s in
+            s.tree.markAllIncomplete()
+            for index in s.tree.nodes.indices where s.tree.nodes[index].attached && s.tree.nodes[index].kind == .folder {
+                invalidated.append(.inode(UInt64(index)))
+            }
+        }
+        invalidations.publish(invalidated)
+        return await establishCursor()
+    }
+
+    /// Backoff between failed watcher rounds: 1, 2, 4 ... 60 seconds.
+    static func retryDelay(failures: Int) -> Double {
+        min(60, Double(1 << min(failures - 1, 6)))
+    }
+
+    private func pause(seconds: Double) async {
+        try? await Task.sleep(for: .seconds(seconds))
+    }
+}

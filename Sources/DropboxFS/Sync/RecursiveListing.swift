@@ -1,0 +1,116 @@
+// Recursive listings (DESIGN.md §4): one `list_folder recursive:true` fills a whole subtree in pages
+// of up to 2000 entries, so a cold `find` over 10,000 folders costs tens of requests instead of
+// 10,000. The whole-account listing starts at mount; a walk that enters an unfilled folder after
+// it has run a while gets a listing of that folder's subtree first. Folders become complete only
+// when their listing ends (Dropbox does not promise any order beyond parents first); a request for
+// a folder a listing will fill waits a little for it, then lists the folder by itself.
+
+import DropboxAPI
+
+/// One running recursive listing.
+final class RecursiveListing: Sendable {
+    let top: UInt32
+    let epoch: UInt32
+    let startedAt: Double
+    let done = CompletionSignal()
+
+    init(top: UInt32, epoch: UInt32, startedAt: Double) {
+        self.top = top
+        self.epoch = epoch
+        self.startedAt = startedAt
+    }
+}
+
+extension Filesystem {
+    /// Starts a recursive listing of `folder` unless one runs; call with the state lock held.
+    func startRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
+        if let running = s.recursiveListings[folder] { return running }
+        guard let node = s.tree.node(folder), node.attached, node.kind == .folder else { return nil }
+        let listing = RecursiveListing(top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow())
+        s.nextEpoch += 1
+        s.recursiveListings[folder] = listing
+        let path = folder == MetadataTree.rootIndex ? "" : node.id
+        Task { await self.runRecursiveListing(listing, path: path) }
+        return listing
+    }
+
+    /// The listing to wait for before listing `folder` by itself, if any; starts a subtree listing
+    /// when the whole-account listing has already run for a while. Call with the lock held.
+    func recursiveListingToWaitFor(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
+        guard !s.recursiveListings.isEmpty else { return nil }
+        var current = folder
+        var covering: RecursiveListing?
+        while true {
+            if let listing = s.recursiveListings[current] {
+                covering = listing
+                break
+            }
+            if current == MetadataTree.rootIndex { break }
+            current = s.tree.nodes[Int(current)].parent
+        }
+        guard let covering, covering.top != folder else { return nil }
+        let now = options.monotonicNow()
+        if covering.top == MetadataTree.rootIndex && now - covering.startedAt > options.subtreeListingAfter {
+            // A walk into a big account: fill this subtree first. The folder itself is then listed
+            // directly (the new listing's top) so the walk does not wait.
+            _ = startRecursiveListing(folder, in: &s)
+            return nil
+        }
+        return covering
+    }
+
+    /// Lists `path` recursively to the end, applying pages as they arrive (the next page is
+    /// fetched while the current one is applied), then completes the subtree.
+    func runRecursiveListing(_ listing: RecursiveListing, path: String) async {
+        defer {
+            state.withLock { s in
+                if s.recursiveListings[listing.top] === listing { s.recursiveListings[listing.top] = nil }
+            }
+            listing.done.fire()
+        }
+        let label = path.isEmpty ? "/" : path
+        let isWholeAccount = listing.top == MetadataTree.rootIndex
+        if isWholeAccount {
+            state.withLock { s in
+                s.progress.phase = .filling
+                s.progress.fillStarted = listing.startedAt
+            }
+            Log.info("listing the whole account in the background")
+        }
+        do {
+            var page = try await client.listFolder(ListFolderArg(path: path, recursive: true, limit: options.pageLimit))
+            var lastReport = listing.startedAt
+            while true {
+                let next: Task<ListFolderResult, any Error>? =
+                    page.hasMore
+                    ? Task { [client, cursor = page.cursor] in try await client.listFolderContinue(cursor: cursor) }
+                    : nil
+                applyPage(page.entries, as: .listing(epoch: listing.epoch))
+                if page.undecodableEntries > 0 {
+                    Log.warning("listing of \(label) skipped \(page.undecodableEntries) undecodable entries")
+                }
+                let now = options.monotonicNow()
+                if isWholeAccount && now - lastReport > 2 {
+                    lastReport = now
+                    Log.info("background listing: \(syncStatus())")
+                }
+                guard let next else { break }
+                page = try await next.value as ListFolderResult
+            }
+            var invalidated: [Invalidation] = []
+            let now = options.monotonicNow()
+            state.withLock { s in
+                guard s.tree.node(listing.top)?.attached == true else { return }
+                s.tree.completeSubtree(listing.top, epoch: listing.epoch, at: now, invalidations: &invalidated)
+                if isWholeAccount {
+                    s.cursor = page.cursor
+                    s.progress.fillSeconds = now - listing.startedAt
+                }
+            }
+            invalidations.publish(invalidated)
+            if isWholeAccount { Log.info("background listing done: \(syncStatus())") }
+        } catch {
+            Log.warning("recursive listing of \(label) failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,45 @@
+// What the sync engine has done so far, for the log and for `dropboxfs status` (which reads it
+// through the root folder's `user.dropboxfs.status` extended attribute).
+
+public struct SyncProgress: Sendable, Equatable {
+    public enum Phase: String, Sendable {
+        /// Folders are listed when first needed.
+        case lazy
+        /// The whole-tree listing is running.
+        case filling
+        /// The tree is complete and followed by longpoll.
+        case watching
+    }
+
+    public var phase: Phase = .lazy
+    /// Entries applied by recursive listings.
+    public var entriesListed: Int = 0
+    /// list_folder / continue pages applied by recursive listings.
+    public var pages: Int = 0
+    public var fillStarted: Double = 0
+    public var fillSeconds: Double?
+    /// Change batches applied from the cursor, and cursor resets survived.
+    public var deltaBatches: Int = 0
+    public var resets: Int = 0
+
+    /// One line for the log and the status attribute.
+    public func summary(entriesInTree: Int, now: Double) -> String {
+        var parts = ["phase=\(phase.rawValue)", "entries=\(entriesInTree)", "pages=\(pages)"]
+        let elapsed = fillSeconds ?? (phase == .filling ? now - fillStarted : 0)
+        if elapsed > 0 {
+            parts.append("fill_seconds=\(Double(Int(elapsed * 10)) / 10)")
+            parts.append("rate=\(Int(Double(entriesListed) / elapsed))/s")
+        }
+        parts.append("delta_batches=\(deltaBatches)")
+        parts.append("resets=\(resets)")
+        return parts.joined(separator: " ")
+    }
+}
+
+extension Filesystem {
+    /// The sync engine's progress, as one line of `key=value` pairs.
+    public func syncStatus() -> String {
+        let now = options.monotonicNow()
+        return state.withLock { $0.progress.summary(entriesInTree: $0.tree.liveCount, now: now) }
+    }
+}
