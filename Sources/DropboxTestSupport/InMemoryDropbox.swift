@@ -1,0 +1,244 @@
+// A scripted Dropbox account held in memory, so the filesystem core can be tested without a
+// network. It behaves like the service as dropbox-api.md describes: case-insensitive NFC path_lower
+// keys, stable ids, a new rev per change, paged listings with opaque cursors, deltas through
+// list_folder/continue, longpoll, ranged and per-revision downloads, and the service's errors.
+// Tests build the tree, change it between calls, and read the call counts afterwards.
+
+import DropboxAPI
+import Synchronization
+
+public final class InMemoryDropbox: DropboxClient, Sendable {
+    /// Guards the account: entries, ids, revisions, the change journal and listing snapshots.
+    private let store: Mutex<InMemoryDropboxStore>
+    /// Guards the test bookkeeping and knobs: call counts, recorded list_folder arguments, latency,
+    /// the longpoll time scale, the account and its allocation.
+    private let bookkeeping: Mutex<Bookkeeping>
+
+    private struct Bookkeeping {
+        var calls = CallLog()
+        var listFolderArgs: [ListFolderArg] = []
+        var latency: Duration = .zero
+        var longpollSecond: Duration = .seconds(1)
+        var account: FullAccount
+        var allocation: SpaceUsage.Allocation
+    }
+
+    public static let defaultAccount = FullAccount(
+        accountId: "dbid:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", displayName: "Test User",
+        email: "test@example.com", accountType: "basic",
+        rootInfo: RootInfo(tag: "user", rootNamespaceId: "1000", homeNamespaceId: "1000"))
+
+    /// - Parameter reportsDeletedChildren: when a folder is deleted or moved, also journal a
+    ///   `deleted` entry for each descendant (after the folder's own), the variant clients must
+    ///   handle too (dropbox-api.md §3).
+    public init(
+        account: FullAccount = InMemoryDropbox.defaultAccount,
+        allocation: SpaceUsage.Allocation = .individual(allocated: 2_000_000_000_000),
+        reportsDeletedChildren: Bool = false
+    ) {
+        var state = InMemoryDropboxStore()
+        state.reportsDeletedChildren = reportsDeletedChildren
+        store = Mutex(state)
+        bookkeeping = Mutex(Bookkeeping(account: account, allocation: allocation))
+    }
+
+    // MARK: Building and changing the account
+
+    /// Adds (or replaces, matching case-insensitively) the file at `path`, creating missing
+    /// parents. `clientModified` defaults to the new server_modified.
+    @discardableResult
+    public func addFile(_ path: String, contents: [UInt8], clientModified: DropboxTimestamp? = nil) -> FileMetadata {
+        store.withLock { $0.addFile(path, NewFile(content: .bytes(contents), clientModified: clientModified)) }
+    }
+
+    /// Adds a file of `size` deterministic bytes without storing them (see `contents(of:)`).
+    /// The content_hash is computed here, so a huge size costs time once.
+    @discardableResult
+    public func addFile(_ path: String, size: UInt64, seed: UInt64? = nil, clientModified: DropboxTimestamp? = nil)
+        -> FileMetadata
+    {
+        let content = FileContent.generated(size: size, seed: seed ?? FileContent.seed(for: DropboxPath.key(path)))
+        return store.withLock { $0.addFile(path, NewFile(content: content, clientModified: clientModified)) }
+    }
+
+    /// Adds a symlink (a file with `symlink_info.target`); downloading it gives the target's bytes.
+    @discardableResult
+    public func addSymlink(_ path: String, target: String) -> FileMetadata {
+        store.withLock { $0.addFile(path, NewFile(content: .bytes(Array(target.utf8)), symlinkTarget: target)) }
+    }
+
+    /// Adds an export-only file (`is_downloadable` false, `export_info.export_as`, no content_hash).
+    @discardableResult
+    public func addNonDownloadable(_ path: String, exportAs: String, size: UInt64 = 0) -> FileMetadata {
+        let content = FileContent.generated(size: size, seed: FileContent.seed(for: DropboxPath.key(path)))
+        return store.withLock {
+            $0.addFile(path, NewFile(content: content, isDownloadable: false, exportAs: exportAs))
+        }
+    }
+
+    /// Adds a folder and its missing parents; an existing folder is kept, a file there replaced.
+    @discardableResult
+    public func addFolder(_ path: String) -> FolderMetadata {
+        store.withLock { $0.addFolder(path) }
+    }
+
+    /// Gives an existing file new contents: same id, new rev, new content_hash.
+    @discardableResult
+    public func modifyFile(_ path: String, contents: [UInt8], clientModified: DropboxTimestamp? = nil) -> FileMetadata {
+        store.withLock { $0.modifyFile(path, content: .bytes(contents), clientModified: clientModified) }
+    }
+
+    /// Deletes an entry and its subtree. Old revisions stay downloadable by "rev:...".
+    public func delete(_ path: String) {
+        store.withLock { $0.delete(path) }
+    }
+
+    /// Moves an entry and its subtree; ids stay, files get a new rev. `to` must not exist, unless
+    /// it differs from `from` only in case: that renames in place and journals nothing.
+    public func move(from: String, to: String) {
+        store.withLock { $0.move(from: from, to: to) }
+    }
+
+    /// Expires every cursor issued so far: continue and longpoll on them fail with `.cursorReset`.
+    public func resetCursors() {
+        store.withLock { state in
+            state.epoch += 1
+            state.journal.removeAll()
+            state.snapshots.removeAll()
+            state.cursorIssued = false
+        }
+    }
+
+    // MARK: Inspecting the account
+
+    /// The live entry at a display path ("/a/b", any case), or nil.
+    public func entry(_ path: String) -> Metadata? {
+        store.withLock { state in state.entries[state.builderKey(path)]?.metadata }
+    }
+
+    /// The current bytes of the file at `path`, or nil when there is no file there.
+    public func contents(of path: String) -> [UInt8]? {
+        store.withLock { state in state.entries[state.builderKey(path)]?.content }?.allBytes
+    }
+
+    /// The number of live files and folders (the root not counted).
+    public var entryCount: Int {
+        store.withLock { $0.entries.count }
+    }
+
+    // MARK: Test knobs and call records
+
+    /// Calls per method, by route name ("list_folder", "list_folder/continue", "download", ...).
+    public var calls: [String: Int] {
+        bookkeeping.withLock { $0.calls.byRoute }
+    }
+
+    public func callCount(_ method: DropboxMethod) -> Int {
+        bookkeeping.withLock { $0.calls.count(method) }
+    }
+
+    /// Forgets the call counts and recorded list_folder arguments.
+    public func resetCalls() {
+        bookkeeping.withLock { state in
+            state.calls = CallLog()
+            state.listFolderArgs = []
+        }
+    }
+
+    /// The argument of every list_folder call, in order.
+    public var listFolderArgs: [ListFolderArg] {
+        bookkeeping.withLock { $0.listFolderArgs }
+    }
+
+    /// The `path` of every list_folder call, in order.
+    public var listFolderPaths: [String] {
+        listFolderArgs.map(\.path)
+    }
+
+    /// A delay added to every call before it is served, so concurrent calls overlap.
+    public var latency: Duration {
+        get { bookkeeping.withLock { $0.latency } }
+        set { bookkeeping.withLock { $0.latency = newValue } }
+    }
+
+    /// How long one second of a longpoll timeout lasts here; tests shrink it to milliseconds.
+    public var longpollSecond: Duration {
+        get { bookkeeping.withLock { $0.longpollSecond } }
+        set { bookkeeping.withLock { $0.longpollSecond = newValue } }
+    }
+
+    public var account: FullAccount {
+        get { bookkeeping.withLock { $0.account } }
+        set { bookkeeping.withLock { $0.account = newValue } }
+    }
+
+    /// The allocation users/get_space_usage reports; `used` is always the sum of file sizes.
+    public var allocation: SpaceUsage.Allocation {
+        get { bookkeeping.withLock { $0.allocation } }
+        set { bookkeeping.withLock { $0.allocation = newValue } }
+    }
+
+    // MARK: DropboxClient
+
+    public func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
+        try await enter(.listFolder, listing: arg)
+        return try store.withLock { $0.listFolder(arg) }.get()
+    }
+
+    public func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
+        try await enter(.listFolderContinue)
+        return try store.withLock { $0.listFolderContinue(cursor: cursor) }.get()
+    }
+
+    public func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
+        try await enter(.listFolderGetLatestCursor)
+        return try store.withLock { $0.latestCursor(arg) }.get()
+    }
+
+    /// Returns `changes: true` as soon as the journal moves past the cursor within its scope;
+    /// otherwise after `timeoutSeconds` × `longpollSecond`, `changes: false`.
+    public func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult {
+        try await enter(.listFolderLongpoll)
+        let clock = ContinuousClock()
+        let deadline = clock.now + longpollSecond * max(0, timeoutSeconds)
+        while true {
+            if try store.withLock({ $0.hasChanges(cursor: cursor) }).get() {
+                return LongpollResult(changes: true)
+            }
+            let left = clock.now.duration(to: deadline)
+            guard left > .zero else { return LongpollResult(changes: false) }
+            try await sleepUnlessCancelled(min(left, .milliseconds(2)))
+        }
+    }
+
+    public func getMetadata(path: String) async throws(DropboxError) -> Metadata {
+        try await enter(.getMetadata)
+        return try store.withLock { $0.getMetadata(path: path) }.get()
+    }
+
+    public func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
+        try await enter(.download)
+        return try store.withLock { $0.download(path: path, range: range) }.get()
+    }
+
+    public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
+        try await enter(.getCurrentAccount)
+        return account
+    }
+
+    public func getSpaceUsage() async throws(DropboxError) -> SpaceUsage {
+        try await enter(.getSpaceUsage)
+        let used = store.withLock { $0.usedBytes }
+        return SpaceUsage(used: used, allocation: allocation)
+    }
+
+    /// Counts the call, records a list_folder argument, then waits out the latency.
+    private func enter(_ method: DropboxMethod, listing arg: ListFolderArg? = nil) async throws(DropboxError) {
+        let latency = bookkeeping.withLock { state in
+            _ = state.calls.record(method)
+            if let arg { state.listFolderArgs.append(arg) }
+            return state.latency
+        }
+        try await sleepUnlessCancelled(latency)
+    }
+}

@@ -1,0 +1,47 @@
+// The in-memory Dropbox's list_folder cursor. Clients must treat cursors as opaque, so it is base64
+// of a small JSON record: the listing's scope and options, the journal position it has seen, and,
+// while a listing is still being paged, which snapshot and offset come next.
+
+import Foundation
+
+struct ListingCursor: Codable, Equatable {
+    /// The resetCursors() epoch the cursor was made in.
+    var epoch: Int
+    /// The path_lower of the listed folder; "" for the root.
+    var scope: String
+    var recursive: Bool
+    var limit: Int
+    var hidesNonDownloadable: Bool
+    /// The last journal sequence number this cursor has accounted for.
+    var seq: Int
+    /// Set while pages of a list_folder snapshot remain.
+    var snapshot: Int?
+    var offset: Int
+
+    var encoded: String {
+        // Encoding a struct of strings, ints and bools cannot fail.
+        let json = (try? JSONEncoder().encode(self)) ?? Data()
+        return "fake1." + json.base64EncodedString()
+    }
+
+    init(
+        epoch: Int, scope: String, recursive: Bool, limit: Int, hidesNonDownloadable: Bool, seq: Int,
+        snapshot: Int? = nil, offset: Int = 0
+    ) {
+        self.epoch = epoch
+        self.scope = scope
+        self.recursive = recursive
+        self.limit = limit
+        self.hidesNonDownloadable = hidesNonDownloadable
+        self.seq = seq
+        self.snapshot = snapshot
+        self.offset = offset
+    }
+
+    init?(decoding text: String) {
+        guard text.hasPrefix("fake1."), let json = Data(base64Encoded: String(text.dropFirst(6))),
+            let cursor = try? JSONDecoder().decode(ListingCursor.self, from: json)
+        else { return nil }
+        self = cursor
+    }
+}

@@ -1,0 +1,64 @@
+// get_metadata and download for the in-memory Dropbox (dropbox-api.md §2): lookups by "/path",
+// "id:..." and "rev:..." (old revisions stay readable after changes and deletion), exact range
+// slicing, and the errors the service gives for the root, folders, export-only files and ranges
+// that start at or past the end of the file.
+
+import DropboxAPI
+
+extension InMemoryDropboxStore {
+    func getMetadata(path: String) -> Result<Metadata, DropboxError> {
+        switch DropboxPath.parse(path) {
+        case .failure(let error): return .failure(error)
+        case .success(.root): return .failure(Self.rootUnsupported)
+        case .success(.rev(let rev)):
+            guard let revision = revisions[rev] else { return .failure(.lookup(.notFound)) }
+            var file = revision.metadata
+            file.symlinkTarget = nil  // rev: lookups omit symlink_info (dropbox-api.md §8)
+            return .success(.file(file))
+        case .success(.key(let key)): return entry(at: key).map(\.metadata)
+        case .success(.id(let id, let rest)):
+            guard let base = idIndex[id] else { return .failure(.lookup(.notFound)) }
+            return entry(at: base + rest).map(\.metadata)
+        }
+    }
+
+    func download(path: String, range: ByteRange?) -> Result<DownloadResult, DropboxError> {
+        let file: FileMetadata
+        let content: FileContent
+        switch revision(at: path) {
+        case .success(let found): (file, content) = (found.metadata, found.content)
+        case .failure(let error): return .failure(error)
+        }
+        guard file.isDownloadable else { return .failure(.unsupportedFile) }
+        guard let range else { return .success(DownloadResult(metadata: file, data: content.allBytes)) }
+        guard range.offset < content.size else { return .failure(.rangeNotSatisfiable) }
+        return .success(DownloadResult(metadata: file, data: content.slice(offset: range.offset, length: range.length)))
+    }
+
+    /// The file revision a download path names: a stored revision, or the current one of a file.
+    private func revision(at path: String) -> Result<StoredRevision, DropboxError> {
+        let key: String
+        switch DropboxPath.parse(path) {
+        case .failure(let error): return .failure(error)
+        case .success(.root): return .failure(Self.rootUnsupported)
+        case .success(.rev(let rev)):
+            guard let revision = revisions[rev] else { return .failure(.lookup(.notFound)) }
+            return .success(revision)
+        case .success(.key(let found)): key = found
+        case .success(.id(let id, let rest)):
+            guard let base = idIndex[id] else { return .failure(.lookup(.notFound)) }
+            key = base + rest
+        }
+        return entry(at: key).flatMap { entry in
+            guard let file = entry.file, let content = entry.content else { return .failure(.lookup(.notFile)) }
+            return .success(StoredRevision(metadata: file, content: content))
+        }
+    }
+
+    private func entry(at key: String) -> Result<StoredEntry, DropboxError> {
+        guard let entry = entries[key] else { return .failure(.lookup(.notFound)) }
+        return .success(entry)
+    }
+
+    private static let rootUnsupported = DropboxError.badRequest(message: "path: The root folder is unsupported.")
+}
