@@ -1,0 +1,289 @@
+"""SDK-side half of the conformance test: run with the official `dropbox` SDK.
+
+Exists as a separate script because the SDK reads DROPBOX_API_HOST & co. once
+at import: test_sdk_conformance.py runs `python sdk_scenarios.py SCENARIO` in
+a subprocess whose environment points every Dropbox host at the fake (TLS,
+REQUESTS_CA_BUNDLE = the fake's CA).  Each scenario raises on any mismatch.
+Control calls use CONTROL_URL / CONTROL_CA.
+"""
+
+import base64
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+import urllib.request
+
+import dropbox
+from dropbox import files, users
+from dropbox.common import PathRoot
+from dropbox.exceptions import ApiError, AuthError, PathRootError
+
+CTRL = os.environ["CONTROL_URL"]
+CTX = ssl.create_default_context(cafile=os.environ["CONTROL_CA"])
+
+
+def ctl(method, path, obj=None, raw=False):
+    data = None if obj is None else json.dumps(obj).encode()
+    req = urllib.request.Request(CTRL + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, context=CTX) as r:
+        body = r.read()
+    return body if raw else json.loads(body)
+
+
+def put(path, data):
+    return ctl("POST", "/_control/files", {"path": path, "content_b64": base64.b64encode(data).decode()})
+
+
+def dbx(**kw):
+    return dropbox.Dropbox("test-token", **kw)
+
+
+def list_all(d, path, recursive, limit=None):
+    r = d.files_list_folder(path, recursive=recursive, limit=limit)
+    entries, pages = list(r.entries), 1
+    while r.has_more:
+        r = d.files_list_folder_continue(r.cursor)
+        entries += r.entries
+        pages += 1
+    return entries, r.cursor, pages
+
+
+def check_order(entries):
+    seen = set()
+    for e in entries:
+        parent = e.path_lower.rpartition("/")[0]
+        assert parent == "" or parent in seen, e.path_lower
+        seen.add(e.path_lower)
+
+
+# ---- scenarios ---------------------------------------------------------------------
+
+def scenario_list_recursive_paged():
+    d = dbx()
+    entries, cursor, pages = list_all(d, "", True, limit=97)
+    tree = ctl("GET", "/_control/tree")["entries"]
+    assert len(entries) == len(tree), (len(entries), len(tree))
+    assert pages >= len(tree) // 97, pages
+    check_order(entries)
+    kinds = {type(e) for e in entries}
+    assert kinds == {files.FileMetadata, files.FolderMetadata}, kinds
+    by = {e.path_lower: e for e in entries}
+    for t in tree:
+        e = by[t["path_lower"]]
+        if t["tag"] == "file":
+            assert e.rev == t["rev"] and e.size == t["size"] and e.content_hash == t["content_hash"]
+            assert e.id == t["id"]
+            if t["symlink_target"]:
+                assert e.symlink_info.target == t["symlink_target"]
+    sub = next(e for e in entries if isinstance(e, files.FolderMetadata) and "/" in e.path_lower[1:])
+    r = d.files_list_folder(sub.path_display, recursive=True)
+    assert r.entries[0].path_lower == sub.path_lower
+
+
+def scenario_continue_after_mutations():
+    d = dbx()
+    put("/m/a.txt", b"a")
+    put("/m/b.txt", b"b")
+    ctl("POST", "/_control/folders", {"path": "/m/sub"})
+    entries, cursor, _ = list_all(d, "/m", True)
+    assert [e.name for e in entries] == ["m", "a.txt", "b.txt", "sub"]
+    put("/m/new.txt", b"new")                      # add
+    put("/m/a.txt", b"a, modified")                # modify
+    ctl("POST", "/_control/delete", {"path": "/m/b.txt"})   # delete
+    put("/m/sub/inner.txt", b"in")
+    ctl("POST", "/_control/move", {"from": "/m/sub", "to": "/m/moved"})  # move
+    r = d.files_list_folder_continue(cursor)
+    got = [(type(e).__name__, e.path_lower) for e in r.entries]
+    assert got == [("FileMetadata", "/m/new.txt"), ("FileMetadata", "/m/a.txt"),
+                   ("DeletedMetadata", "/m/b.txt"), ("FileMetadata", "/m/sub/inner.txt"),
+                   ("DeletedMetadata", "/m/sub"), ("FolderMetadata", "/m/moved"),
+                   ("FileMetadata", "/m/moved/inner.txt")], got
+    assert r.entries[1].size == len(b"a, modified")
+    r2 = d.files_list_folder_continue(r.cursor)
+    assert r2.entries == [] and not r2.has_more and r2.cursor
+
+
+def scenario_get_metadata():
+    d = dbx()
+    md = put("/g/file.txt", b"hello world")
+    m = d.files_get_metadata("/g/file.txt")
+    assert isinstance(m, files.FileMetadata)
+    assert m.rev == md["rev"] and m.size == 11 and m.content_hash == md["content_hash"]
+    assert m.server_modified.year >= 2020
+    f = d.files_get_metadata("/g")
+    assert isinstance(f, files.FolderMetadata)
+    assert d.files_get_metadata(m.id).path_lower == "/g/file.txt"
+    assert d.files_get_metadata("rev:" + m.rev).rev == m.rev
+    ctl("POST", "/_control/delete", {"path": "/g/file.txt"})
+    dm = d.files_get_metadata("/g/file.txt", include_deleted=True)
+    assert isinstance(dm, files.DeletedMetadata)
+
+
+def scenario_ranged_download():
+    d = dbx()
+    put("/d/data.bin", bytes(range(256)) * 64)
+    md, resp = d.files_download("/d/data.bin", extra_headers={"Range": "bytes=7-11"})
+    assert resp.status_code == 206 and resp.content == bytes([7, 8, 9, 10, 11])
+    assert md.size == 256 * 64 and md.name == "data.bin"
+    md, resp = d.files_download("/d/data.bin", extra_headers={"Range": "bytes=16000-"})
+    assert resp.content == (bytes(range(256)) * 64)[16000:]
+    md, resp = d.files_download("/d/data.bin")
+    assert resp.content == ctl("GET", "/_control/content?path=/d/data.bin", raw=True)
+    big = ctl("POST", "/_control/files", {"path": "/d/big.bin", "size": 5 * 1024 * 1024 + 7, "seed": 9})
+    md, resp = d.files_download("/d/big.bin", extra_headers={"Range": "bytes=4194300-4194310"})
+    full = ctl("GET", "/_control/content?path=/d/big.bin", raw=True)
+    assert resp.content == full[4194300:4194311]
+    assert md.content_hash == big["content_hash"]
+    # The SDK's own content hasher agrees with the fake's content_hash.
+    from dropbox.content_hash import DropboxContentHasher
+    h = DropboxContentHasher()
+    h.update(full)
+    assert h.hexdigest() == big["content_hash"]
+
+
+def scenario_longpoll():
+    d = dbx()
+    ctl("POST", "/_control/folders", {"path": "/lp"})
+    cursor = d.files_list_folder_get_latest_cursor("/lp").cursor
+
+    def later():
+        time.sleep(1.0)
+        put("/lp/new.txt", b"x")
+
+    threading.Thread(target=later).start()
+    t0 = time.monotonic()
+    r = d.files_list_folder_longpoll(cursor, timeout=30)
+    assert r.changes is True and time.monotonic() - t0 < 10
+    r = d.files_list_folder_continue(cursor)
+    assert [e.name for e in r.entries] == ["new.txt"]
+
+
+def scenario_account():
+    d = dbx()
+    a = d.users_get_current_account()
+    assert isinstance(a, users.FullAccount) and len(a.account_id) == 40
+    assert a.root_info.root_namespace_id == a.root_info.home_namespace_id
+    u = d.users_get_space_usage()
+    assert u.allocation.is_individual() and u.allocation.get_individual().allocated == 2 * 1024 ** 4
+
+
+def scenario_account_team():
+    d = dbx()
+    a = d.users_get_current_account()
+    assert a.account_type.is_business()
+    assert a.root_info.root_namespace_id != a.root_info.home_namespace_id
+    assert a.root_info.home_path
+    assert a.team is not None and a.team.name
+    u = d.users_get_space_usage()
+    assert u.allocation.is_team()
+    t = u.allocation.get_team()
+    assert t.user_within_team_space_limit_type.is_off() and t.allocated > 0
+    # path root: the team root is accepted, another one is a PathRootError (422)
+    d.with_path_root(PathRoot.root(a.root_info.root_namespace_id)).files_list_folder("")
+    try:
+        d.with_path_root(PathRoot.root("123")).files_list_folder("")
+    except PathRootError as e:
+        assert e.error.is_invalid_root()
+    else:
+        raise AssertionError("expected PathRootError")
+
+
+def scenario_errors():
+    d = dbx()
+    try:
+        d.files_get_metadata("/nope/nothing")
+    except ApiError as e:
+        assert e.error.is_path() and e.error.get_path().is_not_found(), e.error
+        assert e.user_message_text is None
+    else:
+        raise AssertionError("expected ApiError")
+    ctl("POST", "/_control/folders", {"path": "/errs"})
+    try:
+        d.files_download("/errs")
+    except ApiError as e:
+        assert e.error.is_path() and e.error.get_path().is_not_file()
+    else:
+        raise AssertionError("expected ApiError")
+    cursor = d.files_list_folder("").cursor
+    ctl("POST", "/_control/reset_cursors", {})
+    try:
+        d.files_list_folder_continue(cursor)
+    except ApiError as e:
+        assert e.error.is_reset()
+    else:
+        raise AssertionError("expected reset")
+    try:
+        dropbox.Dropbox("wrong-token").files_list_folder("")
+    except AuthError as e:
+        assert e.error.is_invalid_access_token()
+    else:
+        raise AssertionError("expected AuthError")
+    # 429 with retry_after: the SDK waits and retries by itself
+    ctl("POST", "/_control/faults", {"route": "files/list_folder", "kind": "429json", "retry_after": 1})
+    t0 = time.monotonic()
+    d.files_list_folder("")
+    assert time.monotonic() - t0 >= 0.9
+    ctl("POST", "/_control/faults", {"route": "files/list_folder", "kind": "429text", "retry_after": 1})
+    d.files_list_folder("")
+    # 5xx: retried with backoff
+    ctl("POST", "/_control/faults", {"route": "files/get_metadata", "kind": "503"})
+    d.files_get_metadata("/errs")
+    ctl("DELETE", "/_control/faults")
+
+
+def scenario_oauth_refresh():
+    from dropbox import DropboxOAuth2FlowNoRedirect
+    import re
+    flow = DropboxOAuth2FlowNoRedirect("fakeappkey", use_pkce=True, token_access_type="offline")
+    url = flow.start()
+    assert url.startswith("https://%s/oauth2/authorize?" % os.environ["DROPBOX_WEB_HOST"]), url
+    with urllib.request.urlopen(url, context=CTX) as r:
+        code = re.search(r'<code id="auth-code">([^<]+)</code>', r.read().decode()).group(1)
+    res = flow.finish(code)
+    assert res.access_token.startswith("sl.") and res.refresh_token
+    assert res.account_id == dbx().users_get_current_account().account_id
+    ctl("POST", "/_control/config", {"access_token_ttl": 1})
+    d = dropbox.Dropbox(oauth2_refresh_token=res.refresh_token, app_key="fakeappkey")
+    d.files_list_folder("")
+    first = d._oauth2_access_token
+    time.sleep(1.2)
+    d._oauth2_access_token_expiration = None  # let the SDK learn expiry from the 401
+    d.files_list_folder("")                   # 401 expired -> refresh -> retry
+    assert d._oauth2_access_token != first
+    ctl("POST", "/_control/revoke_refresh_tokens", {})
+    time.sleep(1.2)
+    try:
+        d.files_list_folder("")
+    except AuthError as e:
+        assert e.error.is_invalid_access_token()
+    else:
+        raise AssertionError("expected AuthError after refresh token revocation")
+
+
+def scenario_sample_account():
+    d = dbx()
+    entries, _, _ = list_all(d, "", True, limit=2000)
+    names = {e.name for e in entries}
+    assert "Café ☕.txt" in names and "日本語のファイル.txt" in names
+    paper = next(e for e in entries if e.name == "Project plan.paper")
+    assert paper.is_downloadable is False and paper.export_info.export_as == "html"
+    md, resp = d.files_export(paper.path_lower)
+    assert md.export_metadata.name.endswith(".html") and b"<html" in resp.content
+    link = next(e for e in entries if isinstance(e, files.FileMetadata) and e.symlink_info)
+    assert link.symlink_info.target
+
+
+def scenario_synthetic():
+    d = dbx()
+    entries, _, _ = list_all(d, "", True, limit=2000)
+    check_order(entries)
+    assert len(entries) > 1500
+
+
+if __name__ == "__main__":
+    globals()["scenario_" + sys.argv[1]]()
+    print("OK")

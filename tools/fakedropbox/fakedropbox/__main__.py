@@ -1,0 +1,114 @@
+"""Command line entry point: python3 -m fakedropbox [flags] (see README.md).
+
+Exists to parse flags, build the tree, start the server, print the
+'fakedropbox listening on URL' line and write --port-file atomically.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from .server import make_server
+from .state import State
+from .tree import Tree
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="fakedropbox", description="Fake Dropbox HTTP API v2 server")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 = pick a free port")
+    p.add_argument("--port-file", help="write the port here once accepting connections")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--root-dir", help="serve this local directory")
+    src.add_argument("--synthetic", type=int, metavar="N", help="synthetic tree of about N entries")
+    src.add_argument("--sample-account", action="store_true", help="demo account")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--folders", type=int, help="approximate folder count (default N/10)")
+    p.add_argument("--big-folder", type=int, default=0, metavar="K", help="add /big with K files")
+    p.add_argument("--evil-names", action="store_true", help="add entries a real Dropbox never sends")
+    p.add_argument("--token", action="append", help="accepted access token (repeatable)")
+    p.add_argument("--app-key", default="fakeappkey")
+    p.add_argument("--access-token-ttl", type=float, default=14400)
+    p.add_argument("--latency-ms", type=float, default=0)
+    p.add_argument("--bandwidth", type=int, default=0, help="bytes/s per connection for download bodies")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--make-certs", metavar="DIR")
+    p.add_argument("--quota-used", type=int)
+    p.add_argument("--quota-allocated", type=int, default=2 * 1024 ** 4)
+    p.add_argument("--team", action="store_true")
+    p.add_argument("--fault", action="append", default=[], metavar="JSON",
+                   help="install a fault rule at start (repeatable)")
+    p.add_argument("--quiet", action="store_true")
+    a = p.parse_args(argv)
+    if bool(a.tls_cert) != bool(a.tls_key):
+        p.error("--tls-cert and --tls-key go together")
+    if a.make_certs and a.tls_cert:
+        p.error("--make-certs and --tls-cert are exclusive")
+    return a
+
+
+def build_tree(a):
+    tree = Tree(seed=a.seed)
+    if a.synthetic is not None:
+        from .synth import build_synthetic
+        build_synthetic(tree, a.synthetic, seed=a.seed, folders=a.folders, big_folder=a.big_folder)
+    elif a.sample_account:
+        from .sample import build_sample
+        build_sample(tree)
+    elif a.root_dir:
+        from .sample import build_from_dir
+        if not os.path.isdir(a.root_dir):
+            sys.exit("fakedropbox: --root-dir %s is not a directory" % a.root_dir)
+        build_from_dir(tree, a.root_dir)
+    if a.big_folder and a.synthetic is None:
+        from .synth import _size
+        import random
+        r = random.Random(a.seed)
+        big = tree.add_child(tree.root, "big", folder=True)
+        for i in range(a.big_folder):
+            tree.add_child(big, "file_%07d.dat" % i, size=_size(r))
+    if a.evil_names:
+        from .synth import add_evil
+        add_evil(tree)
+    return tree
+
+
+def write_port_file(path, port):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write("%d\n" % port)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    t0 = time.monotonic()
+    tree = build_tree(a)
+    st = State(tree, a)
+    for spec in a.fault:
+        st.faults.add(json.loads(spec))
+    cert, key = a.tls_cert, a.tls_key
+    if a.make_certs:
+        from .certs import make_certs
+        cert, key = make_certs(a.make_certs)
+    srv = make_server(st, a.host, a.port, cert, key)
+    port = srv.server_address[1]
+    scheme = "https" if cert else "http"
+    print("fakedropbox listening on %s://%s:%d" % (scheme, a.host, port), flush=True)
+    if not a.quiet:
+        sys.stderr.write("fakedropbox: %d entries, ready in %.2fs\n" % (len(tree.nodes) - 1, time.monotonic() - t0))
+    if a.port_file:
+        write_port_file(a.port_file, port)
+    try:
+        srv.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.server_close()
+
+
+if __name__ == "__main__":
+    main()

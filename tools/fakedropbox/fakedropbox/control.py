@@ -1,0 +1,228 @@
+"""The /_control/ JSON API used by tests to mutate and inspect the fake.
+
+Exists so tests can add/modify/delete/move entries (journalled, so cursors see
+them), fetch raw content, inject faults, change runtime config, add tokens and
+read request statistics.  No auth; never counted in API stats.
+"""
+
+import base64
+import json
+import urllib.parse
+
+from .content import Source
+from .faults import FaultError
+from .httpio import Reply, json_reply, text_reply
+from .tree import TreeError
+
+
+class ControlError(Exception):
+    def __init__(self, status, msg):
+        super().__init__(msg)
+        self.status, self.msg = status, msg
+
+
+def _err(status, msg):
+    return json_reply({"error": msg}, status)
+
+
+def _body(raw):
+    if not raw:
+        return {}
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise ControlError(400, "body is not valid JSON")
+    if not isinstance(obj, dict):
+        raise ControlError(400, "body must be a JSON object")
+    return obj
+
+
+def _str(obj, key):
+    v = obj.get(key)
+    if not isinstance(v, str) or not v:
+        raise ControlError(400, "missing string field %r" % key)
+    return v
+
+
+def add_file(st, obj):
+    path = _str(obj, "path")
+    extra = {}
+    if obj.get("symlink_target"):
+        extra["symlink"] = str(obj["symlink_target"])
+    if obj.get("export_as"):
+        extra["export_as"] = str(obj["export_as"])
+        extra["export_options"] = list(obj.get("export_options") or [extra["export_as"]])
+    if obj.get("client_modified") is not None:
+        extra["client_modified"] = int(obj["client_modified"])
+    if "content_b64" in obj:
+        try:
+            data = base64.b64decode(obj["content_b64"], validate=True)
+        except Exception:
+            raise ControlError(400, "content_b64 is not valid base64")
+        src = Source("bytes", data, len(data))
+        content = data
+    elif "size" in obj:
+        size, seed = obj.get("size"), obj.get("seed", 0)
+        if not isinstance(size, int) or size < 0 or not isinstance(seed, int) or seed < 0:
+            raise ControlError(400, "size and seed must be non-negative integers")
+        src = Source("synth", seed, size)
+        content = seed
+    else:
+        raise ControlError(400, "give content_b64, or size (and seed)")
+    digest = None if "export_as" in extra else src.content_hash()
+    tree = st.tree
+    with tree.lock:
+        try:
+            node = tree.put_file(path, content, src.size, digest, extra=extra or None,
+                                 mtime=obj.get("server_modified"))
+        except TreeError as e:
+            raise ControlError(409, str(e))
+        return tree.metadata(node)
+
+
+def tree_entries(st, with_hashes=True):
+    tree = st.tree
+    with tree.lock:
+        nodes = list(tree.walk_all())
+    if with_hashes:
+        tree.ensure_hashes(nodes)
+    out = []
+    with tree.lock:
+        cache = {}
+        for n in nodes:
+            pd, pl = tree.paths(n, cache)
+            if n.children is not None:
+                out.append({"tag": "folder", "path_display": pd, "path_lower": pl,
+                            "name": n.name, "id": tree.metadata(n, cache, pd, pl)["id"],
+                            "size": None, "rev": None, "content_hash": None,
+                            "is_downloadable": None, "symlink_target": None})
+            else:
+                md = tree.metadata(n, cache, pd, pl)
+                out.append({"tag": "file", "path_display": pd, "path_lower": pl,
+                            "name": n.name, "id": md["id"], "size": md["size"],
+                            "rev": md["rev"], "content_hash": md.get("content_hash"),
+                            "is_downloadable": md["is_downloadable"],
+                            "symlink_target": (n.extra or {}).get("symlink")})
+    return out
+
+
+def content(st, query):
+    path = query.get("path")
+    if not path:
+        raise ControlError(400, "missing ?path=")
+    tree = st.tree
+    with tree.lock:
+        if path.startswith("rev:"):
+            kind, obj = tree.resolve_rev(path[4:])
+            if kind is None:
+                raise ControlError(404, "no such revision")
+            src = obj.source if kind == "old" else tree.source_of(obj)
+        else:
+            node, _ = tree.resolve(path, st.root_ns, st.home_ns)
+            if node is None or node.children is not None:
+                raise ControlError(404, "no such file")
+            src = tree.source_of(node)
+    return Reply(200, [("Content-Type", "application/octet-stream")],
+                 stream=src.iter_range(0, src.size), length=src.size)
+
+
+def config(st, obj):
+    if "latency_ms" in obj:
+        st.latency_ms = float(obj["latency_ms"] or 0)
+    if "bandwidth" in obj:
+        st.bandwidth = int(obj["bandwidth"] or 0)
+    if "access_token_ttl" in obj:
+        st.tokens.ttl = float(obj["access_token_ttl"])
+    if "longpoll_backoff" in obj:
+        st.longpoll_backoff = obj["longpoll_backoff"]
+    if "quota_used" in obj:
+        st.quota_used = obj["quota_used"]
+    if "quota_allocated" in obj:
+        st.quota_allocated = int(obj["quota_allocated"])
+    return {"latency_ms": st.latency_ms, "bandwidth": st.bandwidth,
+            "access_token_ttl": st.tokens.ttl, "longpoll_backoff": st.longpoll_backoff,
+            "quota_used": st.quota_used, "quota_allocated": st.quota_allocated}
+
+
+def handle(st, method, path, query_string, raw):
+    """Dispatch one /_control/ request; returns a Reply."""
+    q = {k: v[-1] for k, v in urllib.parse.parse_qs(query_string, keep_blank_values=True).items()}
+    name = path[len("/_control/"):].strip("/")
+    tree = st.tree
+    try:
+        if method == "POST" and name == "files":
+            return json_reply(add_file(st, _body(raw)))
+        if method == "POST" and name == "folders":
+            p = _str(_body(raw), "path")
+            with tree.lock:
+                try:
+                    return json_reply(tree.metadata(tree.mkdir(p)))
+                except TreeError as e:
+                    raise ControlError(409, str(e))
+        if method == "POST" and name == "delete":
+            p = _str(_body(raw), "path")
+            with tree.lock:
+                try:
+                    return json_reply(tree.delete(p))
+                except TreeError as e:
+                    raise ControlError(409, str(e))
+        if method == "POST" and name == "move":
+            obj = _body(raw)
+            src, dst = _str(obj, "from"), _str(obj, "to")
+            with tree.lock:
+                try:
+                    return json_reply(tree.move(src, dst))
+                except TreeError as e:
+                    raise ControlError(409, str(e))
+        if method == "POST" and name == "reset_cursors":
+            with tree.lock:
+                tree.reset_cursors()
+                return json_reply({"epoch": tree.epoch})
+        if method == "GET" and name == "content":
+            return content(st, q)
+        if method == "GET" and name == "tree":
+            return json_reply({"entries": tree_entries(st, q.get("hashes", "1") != "0")})
+        if name == "faults":
+            if method == "POST":
+                try:
+                    return json_reply({"added": st.faults.add(json.loads(raw or b"{}"))})
+                except (FaultError, ValueError) as e:
+                    raise ControlError(400, str(e))
+            if method == "DELETE":
+                st.faults.clear()
+                return json_reply({"rules": []})
+            if method == "GET":
+                return json_reply({"rules": st.faults.list()})
+        if method == "POST" and name == "config":
+            return json_reply(config(st, _body(raw)))
+        if method == "GET" and name == "config":
+            return json_reply(config(st, {}))
+        if method == "POST" and name == "tokens":
+            obj = _body(raw)
+            tok = _str(obj, "token")
+            scopes = obj.get("scopes")
+            if scopes is not None and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
+                raise ControlError(400, "scopes must be a list of strings")
+            st.tokens.add(tok, obj.get("expires_in"), scopes)
+            return json_reply({"token": tok, "expires_in": obj.get("expires_in"),
+                               "scopes": scopes})
+        if method == "POST" and name == "revoke_refresh_tokens":
+            st.tokens.revoke_all_refresh()
+            return json_reply({"revoked": True})
+        if method == "GET" and name == "stats":
+            return json_reply(st.stats())
+        if method == "POST" and name == "stats/reset":
+            st.reset_stats()
+            return json_reply(st.stats())
+        if method == "GET" and name == "log":
+            with st.stats_lock:
+                return json_reply(list(st.log))
+        if method == "GET" and name == "info":
+            return json_reply({"instance": st.instance, "account_id": st.account_id,
+                               "root_namespace_id": st.root_ns,
+                               "home_namespace_id": st.home_ns, "team": st.team})
+        return text_reply(404, "unknown control endpoint %s %s" % (method, path))
+    except ControlError as e:
+        return _err(e.status, e.msg)
+
+

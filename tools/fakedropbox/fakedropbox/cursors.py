@@ -1,0 +1,64 @@
+"""Opaque list_folder cursors.
+
+Exists to keep cursor encoding in one place.  A cursor carries the listing
+scope and options, the server instance and reset epoch it was made under, and
+its position: mid-listing (phase "L", last emitted key path), listing
+tombstones (phase "T", index) or journal (phase "J", sequence number).
+Cursors of another server instance or an older epoch answer 409 reset.
+"""
+
+import base64
+import json
+
+
+class BadCursor(Exception):
+    pass
+
+
+class Cursor:
+    __slots__ = ("inst", "epoch", "scope", "recursive", "deleted", "nondl",
+                 "limit", "seq", "phase", "keypath", "tidx")
+
+    def __init__(self, inst, epoch, scope, recursive, deleted, nondl, limit, seq,
+                 phase="J", keypath=None, tidx=0):
+        self.inst, self.epoch, self.scope = inst, epoch, scope
+        self.recursive, self.deleted, self.nondl = recursive, deleted, nondl
+        self.limit, self.seq, self.phase = limit, seq, phase
+        self.keypath, self.tidx = keypath, tidx
+
+    def copy(self, **kw):
+        c = Cursor(self.inst, self.epoch, self.scope, self.recursive, self.deleted,
+                   self.nondl, self.limit, self.seq, self.phase, self.keypath, self.tidx)
+        for k, v in kw.items():
+            setattr(c, k, v)
+        return c
+
+    def encode(self):
+        payload = [1, self.inst, self.epoch, self.scope, int(self.recursive),
+                   int(self.deleted), int(self.nondl), self.limit, self.seq,
+                   self.phase, self.keypath, self.tidx]
+        raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode()
+        return "AAF" + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, s):
+        if not isinstance(s, str) or not s.startswith("AAF") or len(s) < 8:
+            raise BadCursor("not a cursor")
+        try:
+            body = s[3:]
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            p = json.loads(raw.decode())
+            if not isinstance(p, list) or len(p) != 12 or p[0] != 1:
+                raise ValueError
+            (_, inst, epoch, scope, rec, dele, nondl, limit, seq, phase, kp, tidx) = p
+            if phase not in ("L", "T", "J") or not isinstance(scope, str) \
+                    or not isinstance(seq, int) or not isinstance(limit, int):
+                raise ValueError
+            if kp is not None and not (isinstance(kp, list) and all(isinstance(k, str) for k in kp)):
+                raise ValueError
+            return cls(inst, epoch, scope, bool(rec), bool(dele), bool(nondl), limit,
+                       seq, phase, kp, tidx)
+        except BadCursor:
+            raise
+        except Exception:
+            raise BadCursor("not a cursor")

@@ -1,0 +1,88 @@
+"""Injectable faults (429, 5xx, connection resets, stalls, truncation, ...).
+
+Exists so clients' retry and robustness paths can be tested deterministically.
+A rule matches a route ("files/download") or "*" (every API route); it lets
+``after`` matching requests through, then fails the next ``count`` ones
+(count <= 0: forever).  Rules count matches independently; the first rule
+that fires wins.  Own lock: ``FaultSet.lock``.
+"""
+
+import threading
+
+KINDS = ("429json", "429text", "500", "503", "reset", "stall", "truncate",
+         "malformed_json", "expired_token")
+PARAMS = {"retry_after", "stall_seconds", "truncate_at", "close"}
+
+
+class FaultError(ValueError):
+    pass
+
+
+class Rule:
+    def __init__(self, spec):
+        if not isinstance(spec, dict):
+            raise FaultError("a fault rule must be a JSON object")
+        self.route = spec.get("route", "*")
+        self.kind = str(spec.get("kind", ""))
+        if self.kind not in KINDS:
+            raise FaultError("unknown fault kind %r (one of %s)" % (self.kind, ", ".join(KINDS)))
+        if not isinstance(self.route, str):
+            raise FaultError("route must be a string")
+        self.route = self.route.strip("/")
+        if self.route.startswith("2/"):
+            self.route = self.route[2:]
+        self.route = self.route or "*"
+        try:
+            self.count = int(spec.get("count", 1))
+            self.after = int(spec.get("after", 0))
+        except (TypeError, ValueError):
+            raise FaultError("count and after must be integers")
+        self.params = {k: spec[k] for k in PARAMS if k in spec}
+        for k in ("retry_after", "stall_seconds", "truncate_at"):
+            if k in self.params and not isinstance(self.params[k], (int, float)):
+                raise FaultError("%s must be a number" % k)
+        self.seen = 0
+        self.fired = 0
+
+    def to_json(self):
+        d = {"route": self.route, "kind": self.kind, "count": self.count,
+             "after": self.after, "seen": self.seen, "fired": self.fired}
+        d.update(self.params)
+        return d
+
+
+class FaultSet:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.rules = []
+
+    def add(self, spec):
+        """spec: one rule or {"rules": [...]}; returns the added rules' JSON."""
+        specs = spec["rules"] if isinstance(spec, dict) and "rules" in spec else [spec]
+        if not isinstance(specs, list):
+            raise FaultError("rules must be a list")
+        rules = [Rule(s) for s in specs]
+        with self.lock:
+            self.rules.extend(rules)
+        return [r.to_json() for r in rules]
+
+    def clear(self):
+        with self.lock:
+            self.rules = []
+
+    def list(self):
+        with self.lock:
+            return [r.to_json() for r in self.rules]
+
+    def match(self, route):
+        """The rule that fires for this request, or None."""
+        hit = None
+        with self.lock:
+            for r in self.rules:
+                if r.route != "*" and r.route != route:
+                    continue
+                r.seen += 1
+                if hit is None and r.seen > r.after and (r.count <= 0 or r.fired < r.count):
+                    r.fired += 1
+                    hit = r
+        return hit

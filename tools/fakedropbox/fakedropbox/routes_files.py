@@ -1,0 +1,443 @@
+"""The files/* API routes: list_folder (+continue, get_latest_cursor,
+longpoll), get_metadata, download and export.
+
+Exists to implement dropbox-api.md sections 2-5 on top of tree.py.  Handlers
+take (state, request, arg) and return an httpio.Reply; ArgError becomes a
+plain-text 400.
+"""
+
+import re
+import time
+
+from .content import Source, content_hash_bytes
+from .cursors import BadCursor, Cursor
+from .httpio import (Reply, error_reply, header_json, json_reply, lookup_error,
+                     route_error)
+from .tree import key_of
+
+LIST_PATH_RE = re.compile(r"(/(.|[\r\n])*)?|id:.*|(ns:[0-9]+(/.*)?)")
+READ_PATH_RE = re.compile(r"(/(.|[\r\n])*|id:.*)|(rev:[0-9a-f]{9,})|(ns:[0-9]+(/.*)?)")
+DEFAULT_LIMIT = 500
+
+
+class ArgError(Exception):
+    """Invalid argument: answered as 400 'request body: <msg>'."""
+
+
+def _field(arg, name, kind, default=None, required=False):
+    if name not in arg or arg[name] is None:
+        if required:
+            raise ArgError("missing required field '%s'" % name)
+        return default
+    v = arg[name]
+    if kind is bool and not isinstance(v, bool):
+        raise ArgError("%s: '%s' expected to be a boolean, got %s" % (name, v, type(v).__name__))
+    if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
+        raise ArgError("%s: '%s' expected to be an integer, got %s" % (name, v, type(v).__name__))
+    if kind is str and not isinstance(v, str):
+        raise ArgError("%s: '%s' expected to be a string, got %s" % (name, v, type(v).__name__))
+    return v
+
+
+def _collapse(p):
+    """Collapse repeated slashes and drop a trailing slash (rclone sends '//a')."""
+    if p.startswith("/"):
+        p = re.sub(r"/+", "/", p)
+        if len(p) > 1 and p.endswith("/"):
+            p = p[:-1]
+    return p
+
+
+def _check_list_path(p):
+    if p == "/" or (p.startswith("/") and _collapse(p) == "/"):
+        raise ArgError('path: Specify the root folder as an empty string rather than as "/".')
+    if not LIST_PATH_RE.fullmatch(p):
+        raise ArgError("path: '%s' did not match pattern '%s'" % (p, LIST_PATH_RE.pattern))
+    return _collapse(p)
+
+
+def _check_read_path(p):
+    if p == "" or (p.startswith("/") and _collapse(p) == "/"):
+        raise ArgError("path: The root folder is unsupported.")
+    if not READ_PATH_RE.fullmatch(p):
+        raise ArgError("path: '%s' did not match pattern '%s'" % (p, READ_PATH_RE.pattern))
+    return _collapse(p)
+
+
+# ---- list_folder family -------------------------------------------------------
+
+def _list_args(arg):
+    path = _check_list_path(_field(arg, "path", str, required=True))
+    recursive = _field(arg, "recursive", bool, False)
+    include_deleted = _field(arg, "include_deleted", bool, False)
+    nondl = _field(arg, "include_non_downloadable_files", bool, True)
+    for b in ("include_media_info", "include_has_explicit_shared_members",
+              "include_mounted_folders", "include_restorable_info"):
+        _field(arg, b, bool)
+    limit = _field(arg, "limit", int)
+    if limit is not None and not 1 <= limit <= 2000:
+        raise ArgError("limit: %d is not within range [1, 2000]" % limit)
+    if arg.get("shared_link") is not None:
+        raise ArgError("shared_link: not supported by fakedropbox")
+    return path, recursive, include_deleted, nondl, limit or DEFAULT_LIMIT
+
+
+def _scope_error(tree, node, err):
+    if node is None:
+        return lookup_error(err or "not_found")
+    if node.children is None:
+        return lookup_error("not_folder")
+    return None
+
+
+def _is_nondl(node):
+    return node.children is None and node.extra is not None and "export_as" in node.extra
+
+
+def _page(st, cur):
+    """Serve one page for cursor ``cur``; returns a Reply."""
+    tree = st.tree
+    items = []           # ("node", node) | ("md", dict) | ("ev", event)
+    with tree.lock:
+        if cur.inst != st.instance or cur.epoch != tree.epoch:
+            return route_error({".tag": "reset"})
+        scope, err = tree.resolve(cur.scope, st.root_ns, st.home_ns)
+        bad = _scope_error(tree, scope, err)
+        if bad is not None:
+            return bad
+        limit = cur.limit
+        nxt = cur
+        has_more = False
+        if cur.phase == "L":
+            kp = cur.keypath
+            if kp is None:
+                if cur.recursive and scope is not tree.root:
+                    items.append(("node", scope))
+                kp = []
+            done = True
+            for node, kp2 in tree.iter_listing(scope, cur.recursive, kp):
+                if len(items) >= limit:
+                    done = False
+                    break
+                kp = kp2
+                if not cur.nondl and _is_nondl(node):
+                    continue
+                items.append(("node", node))
+            if not done:
+                nxt = cur.copy(keypath=kp)
+                has_more = True
+            else:
+                nxt = cur.copy(phase="T" if cur.deleted else "J", keypath=None, tidx=0)
+        if nxt.phase == "T":
+            tombs = tree.tombstones_under(cur.scope, cur.recursive)
+            i = nxt.tidx
+            while i < len(tombs) and len(items) < limit:
+                pl, name, pd = tombs[i]
+                items.append(("md", tree.deleted_metadata(name, pd, pl)))
+                i += 1
+            if i < len(tombs):
+                nxt = nxt.copy(tidx=i)
+                has_more = True
+            else:
+                nxt = nxt.copy(phase="J", tidx=0)
+        elif cur.phase == "J":
+            j = cur.seq
+            journal = tree.journal
+            n = len(journal)
+            while j < n and len(items) < limit:
+                ev = journal[j]
+                j += 1
+                if not tree.in_scope(ev[1], ev[2], cur.scope, cur.recursive):
+                    continue
+                if ev[0] == "u" and not cur.nondl and _is_nondl(ev[5]):
+                    continue
+                items.append(("ev", ev))
+            nxt = cur.copy(seq=j)
+            if j < n:
+                has_more = any(tree.in_scope(ev[1], ev[2], cur.scope, cur.recursive)
+                               for ev in journal[j:n])
+    nodes = [x[1] for x in items if x[0] == "node"] + \
+            [x[1][5] for x in items if x[0] == "ev" and x[1][5] is not None]
+    tree.ensure_hashes(nodes)
+    entries = []
+    with tree.lock:
+        cache = {}
+        for kind, x in items:
+            if kind == "node":
+                entries.append(tree.metadata(x, cache))
+            elif kind == "md":
+                entries.append(x)
+            else:
+                k, pl, _ppl, pd, name, node = x
+                if k == "d":
+                    entries.append(tree.deleted_metadata(name, pd, pl))
+                else:
+                    entries.append(tree.metadata(node, pd=pd, pl=pl, name=name))
+    return json_reply({"entries": entries, "cursor": nxt.encode(), "has_more": has_more})
+
+
+def list_folder(st, req, arg):
+    path, recursive, include_deleted, nondl, limit = _list_args(arg)
+    tree = st.tree
+    with tree.lock:
+        node, err = tree.resolve(path, st.root_ns, st.home_ns)
+        bad = _scope_error(tree, node, err)
+        if bad is not None:
+            return bad
+        scope_pl = tree.paths(node)[1]
+        cur = Cursor(st.instance, tree.epoch, scope_pl, recursive, include_deleted,
+                     nondl, limit, len(tree.journal), phase="L", keypath=None)
+    return _page(st, cur)
+
+
+def _decode_cursor(arg, route):
+    c = _field(arg, "cursor", str, required=True)
+    if not c:
+        raise ArgError("cursor: length must be at least 1")
+    try:
+        return Cursor.decode(c)
+    except BadCursor:
+        raise ArgError('cursor: invalid cursor "%s"' % c[:40])
+
+
+def list_folder_continue(st, req, arg):
+    return _page(st, _decode_cursor(arg, req.route))
+
+
+def get_latest_cursor(st, req, arg):
+    path, recursive, include_deleted, nondl, limit = _list_args(arg)
+    tree = st.tree
+    with tree.lock:
+        node, err = tree.resolve(path, st.root_ns, st.home_ns)
+        bad = _scope_error(tree, node, err)
+        if bad is not None:
+            return bad
+        cur = Cursor(st.instance, tree.epoch, tree.paths(node)[1], recursive,
+                     include_deleted, nondl, limit, len(tree.journal))
+    return json_reply({"cursor": cur.encode()})
+
+
+def longpoll(st, req, arg):
+    cur = _decode_cursor(arg, req.route)
+    timeout = _field(arg, "timeout", int, 30)
+    if timeout < 1:
+        raise ArgError("timeout: %d is not within range [30, 480]" % timeout)
+    if timeout > 480:
+        raise ArgError("timeout: %d is not within range [30, 480]" % timeout)
+    tree = st.tree
+    deadline = time.monotonic() + timeout
+    with tree.changed:
+        if cur.inst != st.instance or cur.epoch != tree.epoch:
+            return route_error({".tag": "reset"})
+        changes = False
+        pos = cur.seq
+        while True:
+            if cur.phase != "J" or tree.epoch != cur.epoch:
+                changes = True
+                break
+            journal = tree.journal
+            for ev in journal[pos:]:
+                if tree.in_scope(ev[1], ev[2], cur.scope, cur.recursive):
+                    changes = True
+                    break
+            pos = len(journal)
+            if changes:
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            tree.changed.wait(min(left, 1.0))
+    body = {"changes": changes}
+    if st.longpoll_backoff:
+        body["backoff"] = int(st.longpoll_backoff)
+    return json_reply(body)
+
+
+# ---- metadata ------------------------------------------------------------------
+
+def _resolve_read(st, path):
+    """-> ("live", node) | ("old", OldRev) | (None, errtag).  Lock held."""
+    tree = st.tree
+    if path.startswith("rev:"):
+        kind, obj = tree.resolve_rev(path[4:])
+        return (kind, obj) if kind else (None, "not_found")
+    node, err = tree.resolve(path, st.root_ns, st.home_ns)
+    if node is None:
+        return None, err
+    return "live", node
+
+
+def get_metadata(st, req, arg):
+    path = _check_read_path(_field(arg, "path", str, required=True))
+    include_deleted = _field(arg, "include_deleted", bool, False)
+    for b in ("include_media_info", "include_has_explicit_shared_members"):
+        _field(arg, b, bool)
+    tree = st.tree
+    with tree.lock:
+        kind, obj = _resolve_read(st, path)
+        if kind is None:
+            if include_deleted and path.startswith("/"):
+                pl = "/".join(key_of(c) for c in path.split("/"))
+                t = tree.tombstones.get(pl)
+                if t is not None:
+                    return json_reply(tree.deleted_metadata(t[0], t[1], pl))
+            return lookup_error(obj)
+        if kind != "old" and obj is tree.root:
+            raise ArgError("path: The root folder is unsupported.")
+        node = obj
+    if kind == "old":
+        if obj.hash is None and not (obj.extra and "export_as" in obj.extra):
+            obj.hash = obj.source.content_hash()  # outside the lock: may be large
+        with tree.lock:
+            return json_reply(tree.old_metadata(obj))
+    tree.ensure_hashes([node])
+    with tree.lock:
+        if path.startswith("rev:"):
+            pd, pl = tree.paths(node)
+            return json_reply(tree.file_metadata(
+                node.num, node.name, pd, pl, tree.rev_of(node), node.size,
+                tree.mtime_of(node), node.hash, node.extra, with_symlink=False))
+        return json_reply(tree.metadata(node))
+
+
+# ---- download / export ------------------------------------------------------------
+
+RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$")
+
+
+def parse_range(header, size):
+    """-> None (serve all), (start, end_inclusive), or "unsatisfiable"."""
+    if not header:
+        return None
+    m = RANGE_RE.match(header)
+    if not m or (m.group(1) == "" and m.group(2) == ""):
+        return None  # unsupported/malformed (e.g. multi-range): ignore it
+    a, b = m.group(1), m.group(2)
+    if a == "":
+        n = int(b)
+        if n == 0 or size == 0:
+            return "unsatisfiable"
+        return max(0, size - n), size - 1
+    start = int(a)
+    end = int(b) if b != "" else size - 1
+    if b != "" and end < start:
+        return None
+    if start >= size:
+        return "unsatisfiable"
+    return start, min(end, size - 1)
+
+
+def _file_for_download(st, path, route):
+    """-> (metadata dict, Source, rev string) or a Reply (error)."""
+    tree = st.tree
+    with tree.lock:
+        kind, obj = _resolve_read(st, path)
+        if kind is None:
+            return lookup_error(obj)
+        if kind == "live" and obj.children is not None:
+            return lookup_error("not_file")
+    if kind == "live":
+        tree.ensure_hashes([obj])
+        with tree.lock:
+            node = obj
+            extra = node.extra or {}
+            if path.startswith("rev:"):
+                pd, pl = tree.paths(node)
+                md = tree.file_metadata(node.num, node.name, pd, pl, tree.rev_of(node),
+                                        node.size, tree.mtime_of(node), node.hash,
+                                        node.extra, with_symlink=False)
+            else:
+                md = tree.metadata(node)
+            src = tree.source_of(node)
+    else:
+        o = obj
+        extra = o.extra or {}
+        if o.hash is None and "export_as" not in extra:
+            o.hash = o.source.content_hash()
+        md = tree.old_metadata(o)
+        src = o.source
+    return md, src, extra
+
+
+def download(st, req, arg):
+    path = _check_read_path(_field(arg, "path", str, required=True))
+    rev = _field(arg, "rev", str)
+    if rev:
+        path = "rev:" + rev
+    got = _file_for_download(st, path, req.route)
+    if isinstance(got, Reply):
+        return got
+    md, src, extra = got
+    if "export_as" in extra:
+        return route_error({".tag": "unsupported_file"})
+    etag = 'W/"%s"' % md["rev"]
+    base = [("Dropbox-API-Result", header_json(md)), ("Accept-Ranges", "bytes"),
+            ("ETag", etag)]
+    inm = req.headers.get("If-None-Match")
+    if inm and etag in [x.strip() for x in inm.split(",")] + ["*"]:
+        return Reply(304, base)
+    size = src.size
+    rng = parse_range(req.headers.get("Range"), size)
+    if rng == "unsatisfiable":
+        r = error_reply(416, {".tag": "range", "range": {".tag": "not_satisfiable"}},
+                        [("Content-Range", "bytes */%d" % size)],
+                        summary="range/not_satisfiable/..")
+        return r
+    if rng is None:
+        start, length, status = 0, size, 200
+        extra_h = []
+    else:
+        start, end = rng
+        length, status = end - start + 1, 206
+        extra_h = [("Content-Range", "bytes %d-%d/%d" % (start, end, size))]
+    headers = [("Content-Type", "application/octet-stream")] + base + extra_h
+    return Reply(status, headers, stream=src.iter_range(start, length), length=length,
+                 throttle=True)
+
+
+def _export_bytes(md, fmt):
+    title = md["name"].rsplit(".", 1)[0]
+    if fmt == "markdown":
+        text = "# %s\n\nExported by fakedropbox from rev %s.\n" % (title, md["rev"])
+    else:
+        text = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%s</title></head>"
+                "<body><h1>%s</h1><p>Exported by fakedropbox from rev %s.</p></body></html>\n"
+                % (title, title, md["rev"]))
+    return text.encode("utf-8")
+
+
+def export(st, req, arg):
+    path = _check_read_path(_field(arg, "path", str, required=True))
+    fmt = _field(arg, "export_format", str)
+    got = _file_for_download(st, path, req.route)
+    if isinstance(got, Reply):
+        return got
+    md, _src, extra = got
+    if "export_as" not in extra:
+        return route_error({".tag": "non_exportable"})
+    fmt = fmt or extra["export_as"]
+    if fmt not in extra.get("export_options", [extra["export_as"]]):
+        return route_error({".tag": "invalid_export_format"})
+    data = _export_bytes(md, fmt)
+    ext = {"html": ".html", "markdown": ".md"}.get(fmt, "." + fmt)
+    result = {"export_metadata": {"name": md["name"].rsplit(".", 1)[0] + ext,
+                                  "size": len(data),
+                                  "export_hash": content_hash_bytes([data]).hex()},
+              "file_metadata": md}
+    headers = [("Content-Type", "application/octet-stream"),
+               ("Dropbox-API-Result", header_json(result))]
+    src = Source("bytes", data, len(data))
+    return Reply(200, headers, stream=src.iter_range(0, len(data)), length=len(data),
+                 throttle=True)
+
+
+ROUTES = {
+    # route: (style, auth scope or None for noauth, handler)
+    "files/list_folder": ("rpc", "files.metadata.read", list_folder),
+    "files/list_folder/continue": ("rpc", "files.metadata.read", list_folder_continue),
+    "files/list_folder/get_latest_cursor": ("rpc", "files.metadata.read", get_latest_cursor),
+    "files/list_folder/longpoll": ("rpc", None, longpoll),
+    "files/get_metadata": ("rpc", "files.metadata.read", get_metadata),
+    "files/download": ("download", "files.content.read", download),
+    "files/export": ("download", "files.content.read", export),
+}

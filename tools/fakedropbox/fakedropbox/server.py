@@ -1,0 +1,450 @@
+"""HTTP(S) server: request parsing, auth, argument decoding, faults, replies.
+
+Exists to put the routes behind a faithful HTTP front: HTTP/1.1 keep-alive,
+TCP_NODELAY, each small reply sent in ONE write (dropbox-api.md section 9),
+Date and X-Dropbox-Request-Id on every reply, plain-text 400s, 401/422 JSON,
+injected faults, latency and per-connection bandwidth limits.
+"""
+
+import email.utils
+import http.server
+import json
+import math
+import re
+import secrets
+import socket
+import socketserver
+import ssl
+import struct
+import sys
+import time
+import urllib.parse
+
+from . import control, routes_files, routes_users
+from .httpio import (Reply, auth_error, bad_request, error_reply,
+                     rate_limited_json, rate_limited_text, text_reply)
+from .routes_files import ArgError
+
+ROUTES = dict(routes_files.ROUTES)
+ROUTES.update(routes_users.ROUTES)
+VOID_ROUTES = {"users/get_current_account", "users/get_space_usage", "auth/token/revoke"}
+RPC_CTS = ("application/json", "application/json; charset=utf-8",
+           "text/plain; charset=dropbox-cors-hack")
+DOWNLOAD_CTS = ("", "application/octet-stream", "text/plain; charset=dropbox-cors-hack")
+MAX_BODY = 64 * 1024 * 1024
+
+
+class Req:
+    __slots__ = ("route", "method", "headers", "query", "token", "has_auth")
+
+
+class Abort(Exception):
+    """The connection was dropped on purpose (fault) or by the client."""
+
+
+def _norm_ct(v):
+    return ";".join(p.strip() for p in (v or "").lower().split(";")).replace(";", "; ")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fakedropbox"
+    sys_version = ""
+    timeout = 600  # idle keep-alive connections are dropped after 10 min
+
+    # ---- plumbing ----------------------------------------------------------
+    def setup(self):
+        try:
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        super().setup()
+
+    def log_message(self, fmt, *args):
+        if not self.server.state.quiet:
+            sys.stderr.write("fakedropbox: %s\n" % (fmt % args))
+
+    def log_request(self, code="-", size="-"):
+        pass  # we log ourselves, once per request, in dispatch()
+
+    def do_GET(self):
+        self.dispatch()
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
+
+    def read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts = []
+            while True:
+                line = self.rfile.readline(65537)
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                parts.append(self.rfile.read(size))
+                self.rfile.readline(65537)
+            return b"".join(parts)
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > MAX_BODY:
+            raise ValueError("body too large")
+        return self.rfile.read(n) if n > 0 else b""
+
+    def _head(self, reply, length):
+        st = reply.status
+        phrase = self.responses.get(st, ("",))[0]
+        lines = ["HTTP/1.1 %d %s" % (st, phrase)]
+        for k, v in reply.headers:
+            lines.append("%s: %s" % (k, v))
+        lines.append("Date: " + email.utils.formatdate(usegmt=True))
+        lines.append("X-Dropbox-Request-Id: " + secrets.token_hex(16))
+        if st != 304 and length is not None:
+            lines.append("Content-Length: %d" % length)
+        if self.close_connection:
+            lines.append("Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _write(self, data):
+        try:
+            self.wfile.write(data)
+        except (OSError, ValueError):
+            self.close_connection = True
+            raise Abort()
+
+    def send_reply(self, reply, truncate_at=None, throttle_bw=0):
+        """Send a Reply.  Returns body bytes sent."""
+        length = reply.length
+        head = self._head(reply, length)
+        if self.command == "HEAD" or reply.status == 304:
+            self._write(head)
+            return 0
+        if reply.stream is None and truncate_at is None:
+            self._write(head + reply.body)  # one write: no Nagle/delayed-ACK stall
+            return len(reply.body)
+        stream = [reply.body] if reply.stream is None else reply.stream
+        sent = 0
+        pending = head
+        bw = throttle_bw if reply.throttle else 0
+        piece = max(1024, min(65536, bw // 20)) if bw else 0
+        t0 = time.monotonic()
+        for chunk in stream:
+            mv = memoryview(chunk)
+            if truncate_at is not None and sent + len(mv) > truncate_at:
+                mv = mv[:max(0, truncate_at - sent)]
+            pieces = [mv] if not piece else [mv[i:i + piece] for i in range(0, len(mv), piece)]
+            for p in pieces:
+                if pending:
+                    self._write(pending + bytes(p))
+                    pending = b""
+                elif len(p):
+                    self._write(p)
+                sent += len(p)
+                if bw:
+                    ahead = sent / bw - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
+            if truncate_at is not None and sent >= truncate_at:
+                break
+        if pending:
+            self._write(pending)
+        if truncate_at is not None:
+            self.close_connection = True
+            try:
+                self.wfile.flush()
+                self.request.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return sent
+
+    def rst(self):
+        """Close the TCP connection with a RST (SO_LINGER 0)."""
+        self.close_connection = True
+        try:
+            self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        try:
+            self.request.close()
+        except OSError:
+            pass
+
+    # ---- dispatch ------------------------------------------------------------
+    def dispatch(self):
+        st = self.server.state
+        t0 = time.monotonic()
+        url = urllib.parse.urlsplit(self.path)
+        path = url.path
+        try:
+            body = self.read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            self.send_reply(text_reply(400, "Bad request body"))
+            return
+        try:
+            if path.startswith("/2/"):
+                status, n = self.api(st, path[3:], url, body)
+            elif path.startswith("/_control/"):
+                reply = control.handle(st, self.command, path, url.query, body)
+                status, n = reply.status, self.send_reply(reply)
+            elif path == "/oauth2/authorize" and self.command == "GET":
+                reply = st.tokens.authorize(url.query)
+                status, n = reply.status, self.send_reply(reply)
+            elif path == "/oauth2/token" and self.command == "POST":
+                reply = self.oauth_token(st, url, body)
+                status, n = reply.status, self.send_reply(reply)
+            else:
+                reply = text_reply(404, "Not Found")
+                status, n = 404, self.send_reply(reply)
+        except Abort:
+            status, n = "aborted", 0
+        except Exception:  # a bug in the fake: answer 500 and log it
+            import traceback
+            traceback.print_exc()
+            self.close_connection = True
+            try:
+                status, n = 500, self.send_reply(text_reply(500, "fakedropbox internal error"))
+            except Abort:
+                status, n = "aborted", 0
+        if not st.quiet:
+            sys.stderr.write("fakedropbox: %s %s -> %s %sB %.1fms\n" % (
+                self.command, path, status, n, (time.monotonic() - t0) * 1000))
+
+    def oauth_token(self, st, url, body):
+        form = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        ct = _norm_ct(self.headers.get("Content-Type"))
+        if body:
+            if not ct.startswith("application/x-www-form-urlencoded"):
+                return text_reply(400, "Bad HTTP \"Content-Type\" header: expecting application/x-www-form-urlencoded")
+            form.update({k: v[-1] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace")).items()})
+        basic = None
+        auth = self.headers.get("Authorization") or ""
+        if auth.startswith("Basic "):
+            try:
+                import base64
+                basic = base64.b64decode(auth[6:]).decode().split(":", 1)[0]
+            except Exception:
+                basic = None
+        return st.tokens.token(form, basic)
+
+    # ---- API requests -----------------------------------------------------------
+    def api(self, st, route, url, body):
+        """Handle /2/<route>.  Returns (status, body bytes sent)."""
+        st.count(route)
+        req = Req()
+        req.route, req.method, req.headers = route, self.command, self.headers
+        req.query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        req.has_auth = "Authorization" in self.headers or "authorization" in req.query
+        req.token = None
+        rng = self.headers.get("Range")
+        rule = st.faults.match(route)
+        kind = rule.kind if rule else None
+        truncate_at = None
+        if kind == "reset":
+            st.record(route, self.command, None, rng, req.has_auth, kind)
+            self.rst()
+            raise Abort()
+        if kind == "stall":
+            time.sleep(float(rule.params.get("stall_seconds", 5)))
+            if rule.params.get("close"):
+                st.record(route, self.command, None, rng, req.has_auth, kind)
+                self.close_connection = True
+                try:
+                    self.request.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                raise Abort()
+        if st.latency_ms:
+            time.sleep(st.latency_ms / 1000.0)
+        retry = int(math.ceil(rule.params.get("retry_after", 1))) if rule else 1
+        if kind == "429json":
+            reply = rate_limited_json(retry)
+        elif kind == "429text":
+            reply = rate_limited_text(retry)
+        elif kind == "500":
+            reply = text_reply(500, "Internal Server Error")
+        elif kind == "503":
+            reply = text_reply(503, "Service Unavailable",
+                               [("Retry-After", str(retry))] if "retry_after" in rule.params else [])
+        elif kind == "expired_token":
+            reply = auth_error("expired_access_token")
+        else:
+            reply = self.api_reply(st, req, route, url, body)
+            if kind == "malformed_json":
+                reply = _break_json(reply)
+            elif kind == "truncate":
+                truncate_at = int(rule.params.get("truncate_at", reply.length // 2 if reply.length else 0))
+        n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth)
+        st.add_bytes(n)
+        st.record(route, self.command, reply.status, rng, req.has_auth, kind)
+        return reply.status, n
+
+    def api_reply(self, st, req, route, url, body):
+        spec = ROUTES.get(route)
+        if spec is None:
+            return text_reply(404, 'Unknown API function: "%s"' % route)
+        style, scope, handler = spec
+        if self.command != "POST" and not (style == "download" and self.command == "GET"):
+            return Reply(405, [("Content-Type", "text/plain; charset=utf-8"), ("Allow", "POST")],
+                         ('Error in call to API function "%s": Expected POST' % route).encode())
+        # -- authentication
+        auth = self.headers.get("Authorization")
+        if auth is None and "authorization" in req.query:
+            auth = req.query["authorization"]
+        if scope is None:
+            if auth is not None:
+                return bad_request(route, "Your request includes an Authorization header, "
+                                          "but this function does not use it.")
+        else:
+            if auth is None:
+                return bad_request(route, 'Must provide HTTP header "Authorization" or URL '
+                                          'parameter "authorization".')
+            m = re.fullmatch(r"Bearer ([^\s]+)", auth.strip())
+            if not m:
+                return bad_request(route, 'Invalid authorization value in HTTP header "Authorization": '
+                                          '"%s...".  Expecting "Bearer <oauth2-access-token>".'
+                                   % auth[:6])
+            req.token = m.group(1)
+            bad = st.tokens.check(req.token, scope)
+            if bad is not None:
+                return auth_error(bad[0], **bad[1])
+        # -- path root
+        pr = self.headers.get("Dropbox-API-Path-Root")
+        if pr is not None:
+            r = _check_path_root(st, route, pr)
+            if r is not None:
+                return r
+        # -- argument
+        if style == "rpc":
+            ct = _norm_ct(self.headers.get("Content-Type"))
+            if route in VOID_ROUTES and not ct and not body:
+                arg = None
+            else:
+                if ct not in RPC_CTS:
+                    return bad_request(route, 'Bad HTTP "Content-Type" header: "%s".  Expecting one of '
+                                              '"application/json", "application/json; charset=utf-8", '
+                                              '"text/plain; charset=dropbox-cors-hack".'
+                                       % (self.headers.get("Content-Type") or ""))
+                try:
+                    arg = json.loads(body.decode("utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    return bad_request(route, "request body: could not decode input as JSON")
+            where = "request body"
+        else:
+            ct = _norm_ct(self.headers.get("Content-Type"))
+            if ct not in DOWNLOAD_CTS:
+                return bad_request(route, 'Bad HTTP "Content-Type" header: "%s".  Expecting one of '
+                                          '"application/octet-stream", "text/plain; charset=dropbox-cors-hack".'
+                                   % self.headers.get("Content-Type"))
+            raw = self.headers.get("Dropbox-API-Arg")
+            where = 'HTTP header "Dropbox-API-Arg"'
+            if raw is None and "arg" in req.query:
+                raw, where = req.query["arg"], 'URL parameter "arg"'
+            if raw is None:
+                return bad_request(route, 'Must provide HTTP header "Dropbox-API-Arg" or URL parameter "arg".')
+            if where.startswith("HTTP") and any(ord(c) >= 0x80 for c in raw):
+                return bad_request(route, where + ": could not decode input as JSON")
+            try:
+                arg = json.loads(raw)
+            except ValueError:
+                return bad_request(route, where + ": could not decode input as JSON")
+        if route in VOID_ROUTES:
+            if arg is not None:
+                return bad_request(route, "%s: expected null, got %s" % (where, type(arg).__name__))
+        elif not isinstance(arg, dict):
+            return bad_request(route, "%s: expected object, got %s" % (where, type(arg).__name__))
+        try:
+            return handler(st, req, arg)
+        except ArgError as e:
+            return bad_request(route, "%s: %s" % (where, e))
+
+
+def _check_path_root(st, route, raw):
+    try:
+        pr = json.loads(raw)
+    except ValueError:
+        return bad_request(route, 'HTTP header "Dropbox-API-Path-Root": could not decode input as JSON')
+    tag = pr if isinstance(pr, str) else (pr.get(".tag") if isinstance(pr, dict) else None)
+    ok_ns = (st.root_ns, st.home_ns)
+    if tag == "home":
+        return None
+    if tag == "root" and isinstance(pr, dict) and pr.get("root") == st.root_ns:
+        return None
+    if tag == "namespace_id" and isinstance(pr, dict) and pr.get("namespace_id") in ok_ns:
+        return None
+    if tag not in ("root", "namespace_id"):
+        return bad_request(route, 'HTTP header "Dropbox-API-Path-Root": unknown tag "%s"' % tag)
+    if tag == "namespace_id":
+        return error_reply(422, {".tag": "no_permission"})
+    info = {".tag": "team" if st.team else "user", "root_namespace_id": st.root_ns,
+            "home_namespace_id": st.home_ns}
+    if st.team:
+        info["home_path"] = "/Franz Ferdinand"
+    return error_reply(422, {".tag": "invalid_root", "invalid_root": info})
+
+
+def _break_json(reply):
+    """malformed_json fault: cut a JSON body (or Dropbox-API-Result) in half."""
+    hdrs = dict((k.lower(), v) for k, v in reply.headers)
+    if "dropbox-api-result" in hdrs:
+        v = hdrs["dropbox-api-result"]
+        reply.headers = [(k, (v[:len(v) // 2] if k.lower() == "dropbox-api-result" else x))
+                         for k, x in reply.headers]
+        return reply
+    body = reply.body if reply.stream is None else b""
+    broken = body[:max(1, len(body) // 2)] if len(body) > 1 else b"{"
+    r = Reply(reply.status, reply.headers, broken)
+    return r
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 256
+    ssl_context = None
+    state = None
+
+    def server_bind(self):
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = host, port  # no reverse DNS
+
+    def finish_request(self, request, client_address):
+        try:
+            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        if self.ssl_context is None:
+            self.RequestHandlerClass(request, client_address, self)
+            return
+        try:
+            request.settimeout(30)
+            tls = self.ssl_context.wrap_socket(request, server_side=True)
+            tls.settimeout(None)
+        except (ssl.SSLError, OSError):
+            return
+        try:
+            self.RequestHandlerClass(tls, client_address, self)
+        finally:
+            try:
+                tls.close()
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, ssl.SSLError, TimeoutError, Abort)):
+            return
+        super().handle_error(request, client_address)
+
+
+def make_server(state, host, port, tls_cert=None, tls_key=None):
+    srv = Server((host, port), Handler)
+    srv.state = state
+    if tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls_cert, tls_key)
+        srv.ssl_context = ctx
+    return srv
+
+

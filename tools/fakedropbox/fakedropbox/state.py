@@ -1,0 +1,82 @@
+"""Server-wide state shared by routes and the control API.
+
+Exists to bundle the tree, tokens, faults, runtime config, account identity
+and request statistics in one object.  Stats/log have their own lock
+(``State.stats_lock``); the tree has ``tree.lock`` (see tree.py).
+"""
+
+import collections
+import hashlib
+import base64
+import secrets
+import threading
+import time
+
+from .faults import FaultSet
+from .oauth import TokenStore
+
+
+class State:
+    def __init__(self, tree, args):
+        self.tree = tree
+        self.instance = secrets.token_hex(4)
+        h = hashlib.sha256(b"fakedropbox-account").digest()
+        self.account_id = "dbid:AAD" + base64.urlsafe_b64encode(h).decode()[:32]
+        assert len(self.account_id) == 40
+        self.uid = "73219482"
+        self.home_ns = "1928374650"
+        self.root_ns = "5647382910" if args.team else self.home_ns
+        self.team = args.team
+        self.quota_used = args.quota_used
+        self.quota_allocated = args.quota_allocated
+        self.latency_ms = float(args.latency_ms or 0)
+        self.bandwidth = int(args.bandwidth or 0)
+        self.longpoll_backoff = None
+        self.tokens = TokenStore(args.token or ["test-token"], args.app_key,
+                                 args.access_token_ttl, self.account_id, self.uid)
+        self.faults = FaultSet()
+        self.quiet = args.quiet
+        self.stats_lock = threading.Lock()
+        self.total = 0
+        self.routes = collections.Counter()
+        self.bytes_sent = 0
+        self.log = collections.deque(maxlen=1000)
+
+    def tree_total_size(self):
+        """Sum of file sizes, cached per journal length."""
+        tree = self.tree
+        with tree.lock:
+            key = (len(tree.journal), len(tree.nodes))
+            if getattr(self, "_size_key", None) != key:
+                self._size_val = tree.total_size()
+                self._size_key = key
+            return self._size_val
+
+    def count(self, route):
+        with self.stats_lock:
+            self.total += 1
+            self.routes[route] += 1
+
+    def add_bytes(self, n):
+        with self.stats_lock:
+            self.bytes_sent += n
+
+    def record(self, route, method, status, rng, has_auth, fault=None):
+        entry = {"route": route, "method": method, "status": status, "range": rng,
+                 "has_auth": has_auth, "ts": round(time.time(), 3)}
+        if fault:
+            entry["fault"] = fault
+        with self.stats_lock:
+            self.log.append(entry)
+
+    def stats(self):
+        with self.stats_lock:
+            return {"total": self.total, "routes": dict(self.routes),
+                    "bytes_sent": self.bytes_sent}
+
+    def reset_stats(self):
+        with self.stats_lock:
+            self.total = 0
+            self.routes.clear()
+            self.bytes_sent = 0
+            self.log.clear()
