@@ -113,7 +113,7 @@ public struct DeletedMetadata: Sendable, Equatable {
 }
 
 extension Metadata: Decodable {
-    private enum Keys: String, CodingKey {
+    fileprivate enum Keys: String, CodingKey {
         case tag = ".tag"
         case name, id, rev, size
         case pathLower = "path_lower"
@@ -127,16 +127,16 @@ extension Metadata: Decodable {
         case sharingInfo = "sharing_info"
     }
 
-    private struct SymlinkInfo: Decodable {
+    fileprivate struct SymlinkInfo: Decodable {
         var target: String
     }
 
-    private struct ExportInfo: Decodable {
+    fileprivate struct ExportInfo: Decodable {
         var exportAs: String?
         enum CodingKeys: String, CodingKey { case exportAs = "export_as" }
     }
 
-    private struct SharingInfo: Decodable {
+    fileprivate struct SharingInfo: Decodable {
         var readOnly: Bool?
         var sharedFolderId: String?
         var traverseOnly: Bool?
@@ -157,22 +157,7 @@ extension Metadata: Decodable {
         let pathDisplay = try c.decodeIfPresent(String.self, forKey: .pathDisplay)
         switch tag {
         case "file":
-            let sharing = try c.decodeIfPresent(SharingInfo.self, forKey: .sharingInfo)
-            self = .file(
-                FileMetadata(
-                    name: name,
-                    id: try c.decode(String.self, forKey: .id),
-                    pathLower: pathLower,
-                    pathDisplay: pathDisplay,
-                    clientModified: try c.decode(DropboxTimestamp.self, forKey: .clientModified),
-                    serverModified: try c.decode(DropboxTimestamp.self, forKey: .serverModified),
-                    rev: try c.decode(String.self, forKey: .rev),
-                    size: try c.decode(UInt64.self, forKey: .size),
-                    contentHash: try c.decodeIfPresent(ContentHash.self, forKey: .contentHash),
-                    isDownloadable: try c.decodeIfPresent(Bool.self, forKey: .isDownloadable) ?? true,
-                    symlinkTarget: try c.decodeIfPresent(SymlinkInfo.self, forKey: .symlinkInfo)?.target,
-                    exportAs: try c.decodeIfPresent(ExportInfo.self, forKey: .exportInfo)?.exportAs,
-                    sharedReadOnly: sharing?.readOnly))
+            self = .file(try FileMetadata(from: decoder))
         case "folder":
             let sharing = try c.decodeIfPresent(SharingInfo.self, forKey: .sharingInfo)
             self = .folder(
@@ -191,5 +176,29 @@ extension Metadata: Decodable {
             throw DecodingError.dataCorruptedError(
                 forKey: .tag, in: c, debugDescription: "unknown metadata tag \(tag)")
         }
+    }
+}
+
+/// A FileMetadata struct on its own, as in `Dropbox-API-Result` of files/download: the `.tag` may
+/// be absent there, since the result type is the struct rather than the Metadata union.
+extension FileMetadata: Decodable {
+    public init(from decoder: any Decoder) throws {
+        typealias Keys = Metadata.Keys
+        let c = try decoder.container(keyedBy: Keys.self)
+        let sharing = try c.decodeIfPresent(Metadata.SharingInfo.self, forKey: .sharingInfo)
+        self.init(
+            name: try c.decode(String.self, forKey: .name),
+            id: try c.decode(String.self, forKey: .id),
+            pathLower: try c.decodeIfPresent(String.self, forKey: .pathLower),
+            pathDisplay: try c.decodeIfPresent(String.self, forKey: .pathDisplay),
+            clientModified: try c.decode(DropboxTimestamp.self, forKey: .clientModified),
+            serverModified: try c.decode(DropboxTimestamp.self, forKey: .serverModified),
+            rev: try c.decode(String.self, forKey: .rev),
+            size: try c.decode(UInt64.self, forKey: .size),
+            contentHash: try c.decodeIfPresent(ContentHash.self, forKey: .contentHash),
+            isDownloadable: try c.decodeIfPresent(Bool.self, forKey: .isDownloadable) ?? true,
+            symlinkTarget: try c.decodeIfPresent(Metadata.SymlinkInfo.self, forKey: .symlinkInfo)?.target,
+            exportAs: try c.decodeIfPresent(Metadata.ExportInfo.self, forKey: .exportInfo)?.exportAs,
+            sharedReadOnly: sharing?.readOnly)
     }
 }

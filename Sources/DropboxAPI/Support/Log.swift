@@ -47,6 +47,21 @@ public enum Log {
         state.withLock { $0.sink = sink }
     }
 
+    /// A name or path quoted for a log line: control characters (a newline could fake a log
+    /// line, a NUL makes the log "binary") appear as \xNN.
+    public static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\"" || scalar == "\\" {
+                let hex = String(scalar.value, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
     public static func isEnabled(_ level: LogLevel) -> Bool { level >= self.level }
 
     public static func debug(_ message: @autoclosure () -> String) { write(.debug, message) }

@@ -1,0 +1,114 @@
+// Short-lived access tokens from a stored refresh token. A token is renewed 5 minutes before it
+// expires and after Dropbox rejects it as expired. Only one refresh runs at a time: every caller
+// that needs a token meanwhile waits for that same refresh, and a caller whose rejected token has
+// already been replaced simply gets the newer one.
+
+import Synchronization
+
+public final class RefreshingTokenProvider: AccessTokenProvider {
+    private typealias Refresh = Task<Result<String, DropboxError>, Never>
+
+    private struct State {
+        var token: String?
+        /// When `token` stops working; nil when unknown (treated as valid until rejected).
+        var expiresAt: ContinuousClock.Instant?
+        /// The refresh in flight, shared by every caller that waits for a token.
+        var refreshing: Refresh?
+        /// Completed refreshes, for tests and status output.
+        var refreshCount = 0
+    }
+
+    private enum Next {
+        case ready(String)
+        case wait(Refresh)
+    }
+
+    private let refreshToken: String
+    private let oauth: OAuthClient
+    private let clock: any Sleeper
+    private let margin: Duration
+    /// Guards the current token, its expiry and the refresh in flight.
+    private let state: Mutex<State>
+
+    /// `initialAccessToken` (with the `expiresIn` Dropbox gave it) saves the first refresh.
+    public init(
+        refreshToken: String, oauth: OAuthClient, initialAccessToken: String? = nil, expiresIn: Duration? = nil,
+        clock: any Sleeper = SystemSleeper(), margin: Duration = .seconds(300)
+    ) {
+        self.refreshToken = refreshToken
+        self.oauth = oauth
+        self.clock = clock
+        self.margin = margin
+        let expiresAt = initialAccessToken == nil ? nil : expiresIn.map { clock.now + $0 }
+        state = Mutex(State(token: initialAccessToken, expiresAt: expiresAt))
+    }
+
+    public func accessToken() async throws(DropboxError) -> String {
+        let now = clock.now
+        let next = state.withLock { s -> Next in
+            if let token = s.token, s.expiresAt.map({ now + margin < $0 }) ?? true { return .ready(token) }
+            return .wait(s.refreshing ?? startRefresh(&s))
+        }
+        switch next {
+        case .ready(let token):
+            return token
+        case .wait(let refresh):
+            switch await refresh.value {
+            case .success(let token):
+                return token
+            case .failure(let error):
+                // A token still inside its lifetime beats failing because the early refresh failed.
+                let fallback = state.withLock { s in
+                    s.expiresAt.flatMap { clock.now < $0 ? s.token : nil }
+                }
+                guard let fallback else { throw error }
+                Log.warning("could not refresh the Dropbox access token early (\(error)); using the current one")
+                return fallback
+            }
+        }
+    }
+
+    public func refreshAfterRejection(of token: String) async throws(DropboxError) -> String {
+        let now = clock.now
+        let next = state.withLock { s -> Next in
+            if let current = s.token, current != token { return .ready(current) }
+            // Nobody should start a request with the rejected token any more.
+            s.expiresAt = now
+            return .wait(s.refreshing ?? startRefresh(&s))
+        }
+        switch next {
+        case .ready(let token): return token
+        case .wait(let refresh): return try await refresh.value.get()
+        }
+    }
+
+    /// Refreshes completed so far.
+    public var refreshCount: Int { state.withLock { $0.refreshCount } }
+
+    /// Starts the one refresh; called with the lock held, stores itself in `s.refreshing`.
+    private func startRefresh(_ s: inout State) -> Refresh {
+        let task = Refresh { [oauth, refreshToken, clock] in
+            let outcome: Result<TokenGrant, DropboxError>
+            do throws(DropboxError) {
+                outcome = .success(try await oauth.refresh(refreshToken: refreshToken))
+            } catch {
+                outcome = .failure(error)
+            }
+            let now = clock.now
+            return self.state.withLock { s -> Result<String, DropboxError> in
+                s.refreshing = nil
+                switch outcome {
+                case .success(let grant):
+                    s.token = grant.accessToken
+                    s.expiresAt = grant.expiresIn.map { now + .seconds($0) }
+                    s.refreshCount += 1
+                    return .success(grant.accessToken)
+                case .failure(let error):
+                    return .failure(error)
+                }
+            }
+        }
+        s.refreshing = task
+        return task
+    }
+}

@@ -1,0 +1,110 @@
+// Turns a non-success reply into a DropboxError (dropbox-api.md §4). The decision rests on the
+// status code and the decoded `.tag`s of the error union; error_summary is only carried along for
+// messages, except one documented prefix (`range/not_satisfiable`) whose tag shape is unconfirmed.
+
+extension DropboxError {
+    /// The error for a reply with a status other than the route's success status.
+    static func fromReply(status: Int, headers: HTTPHeaders, body: [UInt8]) -> DropboxError {
+        switch status {
+        case 400:
+            return .badRequest(message: Self.text(body))
+        case 401:
+            guard let error = Self.envelope(body)?.error, let tag = error.unionTag else {
+                return .malformedResponse("401 without a JSON AuthError")
+            }
+            return .authentication(Self.authFailure(tag: tag, error: error))
+        case 403:
+            guard let tag = Self.envelope(body)?.error?.unionTag else {
+                return .malformedResponse("403 without a JSON AccessError")
+            }
+            return .accessDenied(tag: tag)
+        case 409:
+            guard let envelope = Self.envelope(body), let error = envelope.error, let tag = error.unionTag else {
+                return .malformedResponse("409 without a JSON route error")
+            }
+            return Self.routeError(tag: tag, error: error, summary: envelope.summary)
+        case 416:
+            return .rangeNotSatisfiable
+        case 422:
+            guard let tag = Self.envelope(body)?.error?.unionTag else {
+                return .malformedResponse("422 without a JSON PathRootError")
+            }
+            return .pathRoot(tag: tag)
+        case 429:
+            return .rateLimited(retryAfter: Self.retryAfter(headers: headers, body: body))
+        case 500...599:
+            return .serverError(status: status)
+        default:
+            return .unexpectedStatus(status)
+        }
+    }
+
+    private static func authFailure(tag: String, error: JSONValue) -> AuthFailure {
+        switch tag {
+        case "expired_access_token": return .expiredAccessToken
+        case "invalid_access_token": return .invalidAccessToken
+        case "missing_scope": return .missingScope(error["required_scope"]?.string ?? "unknown")
+        case "user_suspended": return .userSuspended
+        default: return .other(tag)
+        }
+    }
+
+    private static func routeError(tag: String, error: JSONValue, summary: String) -> DropboxError {
+        switch tag {
+        case "path", "path_lookup":
+            guard let lookup = error.unionValue?.unionTag else { return .routeError(summary: summary) }
+            return .lookup(LookupFailure(tag: lookup))
+        case "reset":
+            return .cursorReset
+        case "unsupported_file":
+            return .unsupportedFile
+        case "range" where error.unionValue?.unionTag == "not_satisfiable":
+            return .rangeNotSatisfiable
+        default:
+            if summary.hasPrefix("range/not_satisfiable") { return .rangeNotSatisfiable }
+            return .routeError(summary: summary.isEmpty ? tag : summary)
+        }
+    }
+
+    /// Seconds to wait: JSON `error.retry_after` when the reply is JSON, else the `Retry-After`
+    /// header, else 1 (the spec's default).
+    private static func retryAfter(headers: HTTPHeaders, body: [UInt8]) -> Double {
+        let isJSON = headers["Content-Type"]?.lowercased().hasPrefix("application/json") ?? false
+        if isJSON, let seconds = Self.envelope(body)?.error?["retry_after"]?.number, seconds >= 0 {
+            return seconds
+        }
+        if let header = headers["Retry-After"], let seconds = Double(header.trimmingSpaces), seconds >= 0 {
+            return seconds
+        }
+        return 1
+    }
+
+    /// The JSON error envelope `{"error_summary", "error", "user_message"?}`.
+    private struct Envelope {
+        var summary: String
+        var error: JSONValue?
+    }
+
+    private static func envelope(_ body: [UInt8]) -> Envelope? {
+        guard let json = JSONValue.parse(body), case .object = json else { return nil }
+        return Envelope(summary: json["error_summary"]?.string ?? "", error: json["error"])
+    }
+
+    /// A plain-text body for a message, shortened so one odd reply cannot flood a log.
+    static func text(_ body: [UInt8], limit: Int = 500) -> String {
+        let text = String(decoding: body.prefix(limit), as: UTF8.self).trimmingSpaces
+        return body.count > limit ? text + "…" : text
+    }
+}
+
+extension String {
+    /// Without leading and trailing ASCII spaces, tabs and line breaks.
+    var trimmingSpaces: String {
+        let utf8 = Array(self.utf8)
+        func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }),
+            let last = utf8.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        return String(decoding: utf8[first...last], as: UTF8.self)
+    }
+}

@@ -1,0 +1,147 @@
+// The plumbing under every route: the three request styles of dropbox-api.md §1 (RPC, content
+// download, notify), the bearer token with one refresh-and-retry after expired_access_token, and
+// the pacer around each exchange. Replies are checked and decoded inside the paced operation, so a
+// body cut short is retried like any other lost connection.
+
+import Foundation
+
+extension DropboxHTTPClient {
+    /// An RPC route taking `arg` as its JSON body.
+    func rpc<Result: Decodable>(_ route: String, _ arg: some Encodable) async throws(DropboxError) -> Result {
+        let body = try Self.json(arg)
+        return try await authorized(route) { token throws(DropboxError) in
+            let response = try await self.exchange(self.rpcRequest(route, body: body, token: token))
+            return try Self.decode(Result.self, from: response.body, route: route)
+        }
+    }
+
+    /// An RPC route without an argument: the body is `null`.
+    func rpc<Result: Decodable>(_ route: String) async throws(DropboxError) -> Result {
+        try await authorized(route) { token throws(DropboxError) in
+            let response = try await self.exchange(self.rpcRequest(route, body: Self.null, token: token))
+            return try Self.decode(Result.self, from: response.body, route: route)
+        }
+    }
+
+    /// An RPC route without argument or result (`null` both ways).
+    func rpcWithoutResult(_ route: String) async throws(DropboxError) {
+        try await authorized(route) { token throws(DropboxError) in
+            _ = try await self.exchange(self.rpcRequest(route, body: Self.null, token: token))
+        }
+    }
+
+    /// A notify route: RPC-shaped, on the notify host, without Authorization, bounded by `total`
+    /// instead of a stall limit (the server holds it open on purpose). Outside the concurrency cap.
+    func notify<Result: Decodable>(
+        _ route: String, _ arg: some Encodable, total: Duration
+    ) async throws(DropboxError) -> Result {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json")
+        var timeouts = configuration.timeouts
+        timeouts.total = total
+        timeouts.stall = nil
+        let request = HTTPRequest(
+            method: .post, url: endpoints.notifyRoute(route), headers: headers, body: try Self.json(arg),
+            timeouts: timeouts)
+        return try await pacer.run(route, limited: false) { () throws(DropboxError) -> Result in
+            let response = try await exchange(request)
+            return try Self.decode(Result.self, from: response.body, route: route)
+        }
+    }
+
+    /// A content-download route: the argument in `Dropbox-API-Arg`, the result in
+    /// `Dropbox-API-Result`, the bytes in the body.
+    func contentDownload(
+        _ route: String, _ arg: some Encodable, range: ByteRange?
+    ) async throws(DropboxError) -> DownloadResult {
+        let argHeader = try ArgEncoding.headerJSON(arg)
+        return try await authorized(route) { token throws(DropboxError) in
+            var headers = HTTPHeaders()
+            headers.add("Authorization", "Bearer \(token)")
+            headers.add("Dropbox-API-Arg", argHeader)
+            headers.add("Content-Type", "application/octet-stream")
+            if let range { headers.add("Range", range.headerValue) }
+            let request = HTTPRequest(
+                method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
+                timeouts: self.configuration.timeouts)
+            let response = try await self.exchange(request, success: [200, 206])
+            guard let resultHeader = response.headers["Dropbox-API-Result"] else {
+                throw .malformedResponse("\(route): the reply has no Dropbox-API-Result header")
+            }
+            let metadata = try Self.decode(FileMetadata.self, from: Array(resultHeader.utf8), route: route)
+            let data = try Self.downloadedBytes(response, range: range, metadata: metadata, route: route)
+            return DownloadResult(metadata: metadata, data: data)
+        }
+    }
+
+    // MARK: tokens and pacing
+
+    /// Runs `attempt` through the pacer with a token; after 401 expired_access_token, asks the
+    /// provider for a new token once and runs it once more.
+    func authorized<T>(
+        _ route: String, _ attempt: (String) async throws(DropboxError) -> T
+    ) async throws(DropboxError) -> T {
+        let token = try await tokens.accessToken()
+        do {
+            return try await pacer.run(route) { () throws(DropboxError) -> T in try await attempt(token) }
+        } catch .authentication(.expiredAccessToken) {
+            Log.info("\(route): the access token has expired; refreshing it")
+            let fresh = try await tokens.refreshAfterRejection(of: token)
+            return try await pacer.run(route) { () throws(DropboxError) -> T in try await attempt(fresh) }
+        }
+    }
+
+    /// Sends one request; a status outside `success` becomes the DropboxError it stands for.
+    func exchange(_ request: HTTPRequest, success: Set<Int> = [200]) async throws(DropboxError) -> HTTPResponse {
+        let response = try await transport.send(request)
+        guard success.contains(response.status) else {
+            throw DropboxError.fromReply(status: response.status, headers: response.headers, body: response.body)
+        }
+        return response
+    }
+
+    func rpcRequest(_ route: String, body: [UInt8], token: String) -> HTTPRequest {
+        var headers = HTTPHeaders()
+        headers.add("Authorization", "Bearer \(token)")
+        headers.add("Content-Type", "application/json")
+        return HTTPRequest(
+            method: .post, url: endpoints.rpc(route), headers: headers, body: body, timeouts: configuration.timeouts)
+    }
+
+    // MARK: JSON
+
+    static let null = Array("null".utf8)
+
+    static func json(_ value: some Encodable) throws(DropboxError) -> [UInt8] {
+        do {
+            return Array(try JSONEncoder().encode(value))
+        } catch {
+            throw .malformedResponse("could not encode the request argument: \(error)")
+        }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], route: String) throws(DropboxError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch let error as DecodingError {
+            throw .malformedResponse("\(route): \(Self.describe(error))")
+        } catch {
+            throw .malformedResponse("\(route): \(error)")
+        }
+    }
+
+    /// A one-line account of a decoding failure: where it failed and why, never the payload.
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "missing \(key.stringValue) at '\(path(context))'"
+        case .typeMismatch(_, let context): return "wrong type at '\(path(context))'"
+        case .valueNotFound(_, let context): return "null at '\(path(context))'"
+        case .dataCorrupted(let context):
+            return path(context).isEmpty ? "not valid JSON" : "bad value at '\(path(context))'"
+        @unknown default: return "undecodable reply"
+        }
+    }
+}
