@@ -36,6 +36,8 @@ public struct FilesystemOptions: Sendable {
     public var subtreeListingAfter: Double
     /// `timeout` of each longpoll, seconds (Dropbox accepts 30...480).
     public var longpollTimeout: Int
+    /// File reads: prefetch, buffer memory cap, disk cache (Reader/ReaderOptions.swift).
+    public var reader: ReaderOptions
     /// Monotonic seconds; injectable for tests.
     public var monotonicNow: @Sendable () -> Double
 
@@ -50,6 +52,7 @@ public struct FilesystemOptions: Sendable {
         prefetchWait: Double = 0.5,
         subtreeListingAfter: Double = 2,
         longpollTimeout: Int = 120,
+        reader: ReaderOptions = ReaderOptions(),
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
         self.ownership = ownership
@@ -62,6 +65,7 @@ public struct FilesystemOptions: Sendable {
         self.prefetchWait = prefetchWait
         self.subtreeListingAfter = subtreeListingAfter
         self.longpollTimeout = longpollTimeout
+        self.reader = reader
         self.monotonicNow = monotonicNow
     }
 }
@@ -75,8 +79,6 @@ public final class Filesystem: Sendable {
         var listings: [UInt32: Task<Void, any Error>] = [:]
         /// Open folder handles -> the entries snapshotted at opendir.
         var directoryHandles: [UInt64: [DirectoryEntry]] = [:]
-        /// Open file handles -> the revision each is pinned to.
-        var fileHandles: [UInt64: OpenFile] = [:]
         var nextHandle: UInt64 = 1
         /// Names already warned about, so each hidden name is logged once.
         var warnedNames: Set<String> = []
@@ -96,11 +98,14 @@ public final class Filesystem: Sendable {
     let options: FilesystemOptions
     let state: Mutex<State>
     let invalidations = InvalidationPublisher()
+    /// Open files and their bytes; guarded by its own lock, never taken while `state` is held.
+    let reader: FileReader
 
     public init(client: any DropboxClient, options: FilesystemOptions = FilesystemOptions()) {
         self.client = client
         self.options = options
         self.state = Mutex(State(tree: MetadataTree(folderTime: options.folderTime)))
+        self.reader = FileReader(client: client, options: options.reader)
     }
 
     public static func monotonicSeconds() -> Double {

@@ -1,5 +1,5 @@
 // open, read, release and the extended-attribute calls. Reads run in a Task and reply from there,
-// so a FUSE thread never waits for a download.
+// so a FUSE thread never waits for a download. Opening for writing (or with O_TRUNC) answers EROFS.
 
 import CFuse
 import DropboxFS
@@ -16,9 +16,15 @@ enum FileOperations {
             return
         }
         do {
-            info.pointer.pointee.fh = try FUSEFilesystem.of(request.raw).core.openFile(ino)
-            // The revision is pinned, so the kernel's page cache stays valid across opens.
-            info.pointer.pointee.keep_cache = 1
+            let opened = try FUSEFilesystem.of(request.raw).core.openFile(ino)
+            info.pointer.pointee.fh = opened.handle
+            // The page cache is per inode while a handle is pinned to one revision: keep it only
+            // when it holds this revision, and bypass it while another revision is open.
+            switch opened.pageCache {
+            case .keep: info.pointer.pointee.keep_cache = 1
+            case .drop: info.pointer.pointee.keep_cache = 0
+            case .bypass: info.pointer.pointee.direct_io = 1
+            }
             request.open(info.pointer)
         } catch {
             request.fail(error)

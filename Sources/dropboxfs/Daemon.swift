@@ -16,6 +16,14 @@ enum Daemon {
     /// True when this process is the background child started by `spawnAndWait`.
     static var isChild: Bool { getenv(readyVariable) != nil }
 
+    /// In the child, first thing: keep the ready pipe and inherited descriptors (the parent's
+    /// sockets) away from processes the daemon starts, such as libfuse's fusermount3 helper.
+    static func sealInheritedDescriptors() {
+        guard isChild else { return }
+        _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC)
+        for fd in Int32(4)..<Int32(1024) { close(fd) }
+    }
+
     /// Starts the daemon and returns once it reports the mount ready; throws its failure otherwise.
     static func spawnAndWait(arguments: [String], logFile: String) throws(CommandFailure) {
         var fds: [Int32] = [0, 0]
@@ -57,7 +65,8 @@ enum Daemon {
         }
         var message: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)
-        while true {
+        // One line answers; the pipe may stay open after it (helpers the daemon starts inherit it).
+        while !message.contains(UInt8(ascii: "\n")) {
             let n = read(readEnd, &buffer, buffer.count)
             if n > 0 {
                 message.append(contentsOf: buffer[0..<n])

@@ -48,6 +48,12 @@ enum Help {
           --dir-cache-time SECONDS    with --no-watch: how long a folder listing is trusted before
                                       it is listed again (default 60)
           --threads N                 FUSE worker threads (default 16)
+          --cache-dir DIR             cache folder (default $XDG_CACHE_HOME/dropboxfs, i.e.
+                                      ~/.cache/dropboxfs); file contents go to DIR/content
+          --cache-size SIZE           cap of the disk content cache, e.g. 512M or 4G (default 1G);
+                                      least recently used files are removed first
+          --no-disk-cache             keep downloaded file contents in memory only
+          --read-buffer-memory SIZE   cap of the memory used for read-ahead buffers (default 256M)
           --log-level LEVEL           debug, info, warning or error (default info)
           -d, --debug                 same as --log-level debug
           --log-file FILE             daemon log (default $XDG_CACHE_HOME/dropboxfs/dropboxfs.log)

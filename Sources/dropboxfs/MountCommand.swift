@@ -17,12 +17,13 @@ enum MountCommand {
             "o": "o", "access-token-file": "access-token-file", "api-url": "api-url",
             "content-url": "content-url", "notify-url": "notify-url", "attr-timeout": "attr-timeout",
             "dir-cache-time": "dir-cache-time", "threads": "threads", "log-level": "log-level",
-            "log-file": "log-file",
+            "log-file": "log-file", "cache-dir": "cache-dir", "cache-size": "cache-size",
+            "read-buffer-memory": "read-buffer-memory",
         ],
         switches: [
             "f": "foreground", "foreground": "foreground", "allow-other": "allow-other",
             "allow-non-empty": "allow-non-empty", "no-prefetch": "no-prefetch", "no-watch": "no-watch",
-            "d": "debug", "debug": "debug", "h": "help", "help": "help",
+            "no-disk-cache": "no-disk-cache", "d": "debug", "debug": "debug", "h": "help", "help": "help",
         ])
 
     static func run(_ arguments: [String]) throws -> ExitCode {
@@ -64,7 +65,7 @@ enum MountCommand {
             client: client,
             options: FilesystemOptions(
                 folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
-                prefetch: configuration.prefetch, watchChanges: configuration.watch))
+                prefetch: configuration.prefetch, watchChanges: configuration.watch, reader: configuration.reader))
         let adapter = FUSEFilesystem(
             core: core,
             timeouts: CacheTimeouts(
@@ -126,6 +127,8 @@ struct MountConfiguration {
     var logLevel: LogLevel
     var logFile: String?
     var mountOptions: [String]
+    /// File reads: buffer memory cap and the disk content cache.
+    var reader: ReaderOptions
 
     init(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) {
         guard parsed.positionals.count <= 1 else {
@@ -172,6 +175,7 @@ struct MountConfiguration {
             logLevel = .info
         }
         logFile = parsed.value("log-file")
+        reader = try Self.readerOptions(parsed, environment: environment)
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=dropboxfs",
             "subtype=dropboxfs",
@@ -199,6 +203,45 @@ struct MountConfiguration {
             }
         }
         return folder + "/dropboxfs.log"
+    }
+
+    /// --read-buffer-memory, and the disk cache in CACHE_DIR/content (CACHE_DIR from --cache-dir,
+    /// default $XDG_CACHE_HOME/dropboxfs) capped at --cache-size, unless --no-disk-cache.
+    private static func readerOptions(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) -> ReaderOptions {
+        let memory = try byteCount(parsed.value("read-buffer-memory"), name: "--read-buffer-memory", default: 256 << 20)
+        guard memory >= 1 << 20 else { throw UsageError(description: "--read-buffer-memory must be at least 1M") }
+        let capacity = try byteCount(parsed.value("cache-size"), name: "--cache-size", default: 1 << 30)
+        guard !parsed.has("no-disk-cache"), capacity > 0 else { return ReaderOptions(memoryLimit: memory) }
+        var folder: String
+        if let given = parsed.value("cache-dir") {
+            guard !given.isEmpty else { throw UsageError(description: "--cache-dir needs a folder") }
+            folder = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+        } else {
+            let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? (environment["HOME"] ?? "/root") + "/.cache"
+            folder = cache + "/dropboxfs"
+        }
+        return ReaderOptions(
+            memoryLimit: memory, diskCache: DiskCacheOptions(directory: folder + "/content", capacity: capacity))
+    }
+
+    /// A size such as 1073741824, 512M, 1G or 1GiB (K, M, G, T are powers of 1024).
+    private static func byteCount(_ text: String?, name: String, default value: UInt64) throws(UsageError) -> UInt64 {
+        guard let text else { return value }
+        var digits = Substring(text.uppercased())
+        for suffix in ["IB", "B"] where digits.hasSuffix(suffix) {
+            digits = digits.dropLast(suffix.count)
+            break
+        }
+        var shift: UInt64 = 0
+        if let unit = digits.last, let index = "KMGT".firstIndex(of: unit) {
+            shift = UInt64("KMGT".distance(from: "KMGT".startIndex, to: index) + 1) * 10
+            digits = digits.dropLast()
+        }
+        guard let number = UInt64(digits), number <= UInt64.max >> shift else {
+            throw UsageError(description: "\(name) must be a size such as 512M or 2G")
+        }
+        return number << shift
     }
 
     private static func seconds(_ text: String?, name: String, default value: Double) throws(UsageError) -> Double {

@@ -6,6 +6,7 @@ import DropboxAPI
     import Glibc
 #endif
 
+Daemon.sealInheritedDescriptors()
 let arguments = Array(CommandLine.arguments.dropFirst())
 
 func run(_ arguments: [String]) -> ExitCode {

@@ -1,52 +1,45 @@
-// Open files. A handle is pinned to the revision seen at open: every read downloads from
-// "rev:<rev>", so one open file never mixes two versions even if Dropbox changes underneath it.
+// Open files, as the FUSE adapter sees them: open pins the revision the tree holds now, read
+// answers from that revision only (FileReader), release forgets the handle. Folders, symlinks and
+// export-only documents cannot be opened; writes are refused by the adapter (EROFS).
 
 import DropboxAPI
 
-/// What an open handle needs to fetch its bytes.
-public struct OpenFile: Sendable, Equatable {
-    public var inode: UInt64
-    public var rev: String
-    public var size: UInt64
-    public var contentHash: ContentHash?
-}
-
 extension Filesystem {
-    /// Opens a file for reading and returns a handle. Writes are refused by the caller (EROFS).
-    public func openFile(_ inode: UInt64) throws(FilesystemError) -> UInt64 {
+    /// Opens a file for reading, pinned to its current revision.
+    public func openFile(_ inode: UInt64) throws(FilesystemError) -> OpenedFile {
+        enum Opening {
+            case file(PinnedFile)
+            case exportOnly(String)
+        }
         let index = try Self.index(inode)
-        return try state.withLock { (s: inout State) throws(FilesystemError) -> UInt64 in
+        let opening = try state.withLock { (s: inout State) throws(FilesystemError) -> Opening in
             guard let node = s.tree.node(index) else { throw .stale }
             switch node.kind {
             case .folder: throw .isADirectory
             case .symlink: throw .notSupported
             case .file: break
             }
-            guard node.isDownloadable else { throw .notDownloadable }
-            let handle = s.nextHandle
-            s.nextHandle += 1
-            s.fileHandles[handle] = OpenFile(
-                inode: inode, rev: node.rev, size: node.size, contentHash: node.contentHash)
-            return handle
+            let path = s.tree.path(of: index)
+            guard node.isDownloadable else { return .exportOnly(path) }
+            return .file(
+                PinnedFile(inode: inode, path: path, rev: node.rev, size: node.size, contentHash: node.contentHash))
+        }
+        switch opening {
+        case .file(let file):
+            return reader.open(file)
+        case .exportOnly(let path):
+            reader.warnNotDownloadable(inode: inode, path: path)
+            throw .notDownloadable
         }
     }
 
-    /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to.
+    /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to: fewer only
+    /// at the end of the file.
     public func read(handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
-        guard let file = state.withLock({ $0.fileHandles[handle] }) else { throw .badHandle }
-        guard offset < file.size, size > 0 else { return [] }
-        let length = min(UInt64(size), file.size - offset)
-        do {
-            let result = try await client.download(
-                path: "rev:\(file.rev)", range: ByteRange(offset: offset, length: length))
-            return result.data
-        } catch {
-            Log.warning("read of inode \(file.inode) at \(offset) failed: \(error)")
-            throw FilesystemError(error)
-        }
+        try await reader.read(handle, offset: offset, size: size)
     }
 
     public func releaseFile(handle: UInt64) {
-        _ = state.withLock { $0.fileHandles.removeValue(forKey: handle) }
+        reader.release(handle)
     }
 }

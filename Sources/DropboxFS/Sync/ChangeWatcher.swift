@@ -45,6 +45,7 @@ extension Filesystem {
                 state.withLock { $0.progress.resets += 1 }
                 cursor = await recoverFromReset()
             } catch {
+                if Task.isCancelled { break }  // unmounting
                 failures += 1
                 let delay = Self.retryDelay(failures: failures)
                 Log.warning("watching for changes failed (\(error)); retrying in \(Int(delay)) s")

@@ -92,7 +92,7 @@ extension Filesystem {
         case .failure(let why):
             let key = entry.pathLower ?? entry.name
             if s.warnedNames.insert(key).inserted {
-                Log.warning("hiding an entry in \(entry.pathDisplay ?? "?"): \(why)")
+                Log.warning("hiding \(Log.quoted(entry.pathDisplay ?? entry.name)): \(why)")
             }
             return nil
         }

@@ -24,6 +24,12 @@ extension Filesystem {
             case .changes: epoch = s.nextEpoch &- 1
             }
             for entry in entries {
+                // Check the name first: a name with '/' would otherwise look like a deeper path.
+                var name: NodeName?
+                if case .deleted = entry {} else {
+                    guard let valid = validName(entry, in: &s) else { continue }
+                    name = valid
+                }
                 guard let pathLower = entry.pathLower ?? entry.pathDisplay,
                     let (parent, last) = s.tree.resolveParent(ofPath: pathLower)
                 else {
@@ -34,7 +40,7 @@ extension Filesystem {
                     s.tree.remove(parent: parent, fold: FoldKey(alreadyFolded: last), invalidations: &invalidated)
                     continue
                 }
-                guard let name = validName(entry, in: &s) else { continue }
+                guard let name else { continue }
                 let newFoldersComplete: Bool
                 if case .changes = kind { newFoldersComplete = s.tree.isComplete(parent) } else { newFoldersComplete = false }
                 s.tree.upsert(

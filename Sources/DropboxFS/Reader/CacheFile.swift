@@ -1,0 +1,153 @@
+// The reader's only contact with the local file system: an open cache file (pread, pwrite, mtime)
+// and the few folder operations of the disk cache. Each system call is wrapped once, here.
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A failed system call of the disk cache, for log lines.
+struct CacheIOError: Error, Sendable, CustomStringConvertible {
+    var operation: String
+    var code: Int32
+
+    var description: String { "\(operation): \(String(cString: strerror(code)))" }
+}
+
+/// An open file of the disk cache, closed when the last reference goes. Reads and writes take
+/// explicit offsets, so any thread may use it at any time.
+final class CacheFile: Sendable {
+    let descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Exactly the bytes of `range`.
+    func read(_ range: Range<UInt64>) -> Result<[UInt8], CacheIOError> {
+        let count = Int(range.upperBound - range.lowerBound)
+        var failure: CacheIOError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            while done < count {
+                let n = pread(descriptor, buffer.baseAddress! + done, count - done, off_t(range.lowerBound) + done)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else {
+                    failure = CacheIOError(operation: "pread", code: n == 0 ? EIO : errno)
+                    break
+                }
+                done += n
+            }
+            initialized = done
+        }
+        if let failure { return .failure(failure) }
+        return .success(bytes)
+    }
+
+    func write(_ bytes: [UInt8], at offset: UInt64) -> CacheIOError? {
+        bytes.withUnsafeBytes { buffer -> CacheIOError? in
+            var done = 0
+            while done < buffer.count {
+                let n = pwrite(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + done)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return CacheIOError(operation: "pwrite", code: n == 0 ? EIO : errno) }
+                done += n
+            }
+            return nil
+        }
+    }
+
+    var size: UInt64? {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return nil }
+        return UInt64(info.st_size)
+    }
+
+    /// Sets the mtime to now: the disk cache's "last used" survives a remount this way.
+    func touch() {
+        // UTIME_OMIT and UTIME_NOW from <sys/stat.h> (macros Swift does not import).
+        let omit = (1 << 30) - 2
+        let now = (1 << 30) - 1
+        var times = [timespec(tv_sec: 0, tv_nsec: omit), timespec(tv_sec: 0, tv_nsec: now)]
+        _ = futimens(descriptor, &times)
+    }
+}
+
+/// Folder operations of the disk cache.
+enum CacheFolder {
+    /// A regular file in a folder.
+    struct Item {
+        var name: String
+        var size: UInt64
+        /// mtime in nanoseconds since the epoch.
+        var modified: Int64
+    }
+
+    /// Creates `path` and its missing parents with mode 0700.
+    static func makeDirectories(_ path: String) -> CacheIOError? {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0, errno != EEXIST {
+                return CacheIOError(operation: "mkdir \(prefix)", code: errno)
+            }
+        }
+        return nil
+    }
+
+    /// The regular files directly in `path`.
+    static func items(in path: String) -> Result<[Item], CacheIOError> {
+        guard let folder = opendir(path) else { return .failure(CacheIOError(operation: "opendir \(path)", code: errno)) }
+        defer { closedir(folder) }
+        var items: [Item] = []
+        while let entry = readdir(folder) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
+                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: pointer.pointee)) {
+                    String(cString: $0)
+                }
+            }
+            var info = stat()
+            guard stat(path + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            items.append(Item(name: name, size: UInt64(info.st_size), modified: modified))
+        }
+        return .success(items)
+    }
+
+    static func openForReading(_ path: String) -> CacheFile? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        return descriptor >= 0 ? CacheFile(descriptor: descriptor) : nil
+    }
+
+    /// Creates a new file (mode 0600) for reading and writing; fails if it exists.
+    static func create(_ path: String) -> Result<CacheFile, CacheIOError> {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return .failure(CacheIOError(operation: "create \(path)", code: errno)) }
+        return .success(CacheFile(descriptor: descriptor))
+    }
+
+    static func rename(_ from: String, to: String) -> CacheIOError? {
+        Glibc.rename(from, to) == 0 ? nil : CacheIOError(operation: "rename \(from)", code: errno)
+    }
+
+    static func remove(_ path: String) {
+        _ = unlink(path)
+    }
+
+    /// False only when no process `pid` exists.
+    static func processExists(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno != ESRCH
+    }
+
+    static var processID: Int32 { getpid() }
+
+    /// The wall clock in nanoseconds since the epoch (comparable with file mtimes).
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}

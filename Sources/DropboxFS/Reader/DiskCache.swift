@@ -1,0 +1,205 @@
+// The on-disk content cache: complete files named by their content_hash (64 hex digits) in one
+// folder (mode 0700, files 0600), with a size cap and least-recently-used eviction that survives a
+// remount, because "last used" is the file's mtime, set at each use.
+//
+// A download writes into a private temporary file (".partial-<pid>-<n>") that is renamed to its
+// final name only after its bytes matched the content_hash, so a crash never leaves a truncated
+// file under a final name; temporary files of dead processes are deleted at start. An entry this
+// process did not write is checked against its hash again before its first use (FileReader does
+// that, then calls markChecked or discard), since a power loss may leave a renamed file whose data
+// never reached the disk. Files without a content_hash are never cached: nothing could check them.
+//
+// Locking: `state` guards the index of entries, the bytes reserved by downloads in progress and the
+// set of checked keys. No file I/O happens while it is held.
+
+import DropboxAPI
+import Synchronization
+
+final class DiskCache: Sendable {
+    /// A download in progress into a temporary file.
+    struct Partial: Sendable {
+        let key: String
+        let size: UInt64
+        let path: String
+        let file: CacheFile
+    }
+
+    private struct Entry {
+        var size: UInt64
+        var lastUsed: Int64
+    }
+
+    private struct State {
+        var entries: [String: Entry]
+        /// Bytes promised to downloads in progress.
+        var reserved: UInt64 = 0
+        var nextTemporary: UInt64 = 0
+        /// Keys whose file matched its content_hash, or was written from checked bytes, in this process.
+        var checked: Set<String> = []
+    }
+
+    static let temporaryPrefix = ".partial-"
+
+    let directory: String
+    let capacity: UInt64
+    private let state: Mutex<State>
+
+    private init(directory: String, capacity: UInt64, entries: [String: Entry]) {
+        self.directory = directory
+        self.capacity = capacity
+        self.state = Mutex(State(entries: entries))
+    }
+
+    /// Opens the cache folder (creating it), forgets temporary files of dead processes and trims
+    /// the entries to the capacity. Nil, with a warning, when the folder cannot be used.
+    static func open(_ options: DiskCacheOptions) -> DiskCache? {
+        if let error = CacheFolder.makeDirectories(options.directory) {
+            Log.warning("disk cache disabled: \(error)")
+            return nil
+        }
+        let items: [CacheFolder.Item]
+        switch CacheFolder.items(in: options.directory) {
+        case .success(let found): items = found
+        case .failure(let error):
+            Log.warning("disk cache disabled: \(error)")
+            return nil
+        }
+        var entries: [String: Entry] = [:]
+        for item in items {
+            if let pid = temporaryOwner(item.name) {
+                if !CacheFolder.processExists(pid) { CacheFolder.remove(options.directory + "/" + item.name) }
+            } else if isKey(item.name) {
+                entries[item.name] = Entry(size: item.size, lastUsed: item.modified)
+            }
+        }
+        let cache = DiskCache(directory: options.directory, capacity: options.capacity, entries: entries)
+        cache.trim()
+        return cache
+    }
+
+    /// The complete entry for `key` when one of exactly `size` bytes exists, and whether it was
+    /// checked in this process. Marks it used.
+    func entry(key: String, size: UInt64) -> (file: CacheFile, checked: Bool)? {
+        guard state.withLock({ $0.entries[key] != nil }) else { return nil }
+        guard let file = CacheFolder.openForReading(path(of: key)), file.size == size else {
+            discard(key: key)
+            return nil
+        }
+        file.touch()
+        let now = CacheFolder.now()
+        return state.withLock { s in
+            s.entries[key]?.lastUsed = now
+            return (file, s.checked.contains(key))
+        }
+    }
+
+    /// Marks an entry in use used again (it moves to the back of the eviction order).
+    func markUsed(key: String, file: CacheFile) {
+        file.touch()
+        let now = CacheFolder.now()
+        state.withLock { $0.entries[key]?.lastUsed = now }
+    }
+
+    /// Records that the entry for `key` matched its content_hash.
+    func markChecked(key: String) {
+        _ = state.withLock { $0.checked.insert(key) }
+    }
+
+    /// Deletes the entry for `key` (it was unreadable or did not match its hash).
+    func discard(key: String) {
+        state.withLock { s in
+            s.entries[key] = nil
+            s.checked.remove(key)
+        }
+        CacheFolder.remove(path(of: key))
+    }
+
+    /// Starts a download of `size` bytes for `key`, evicting least recently used entries to make
+    /// room; nil when it cannot fit or the temporary file cannot be created.
+    func begin(key: String, size: UInt64) -> Partial? {
+        let plan = state.withLock { s -> (victims: [String], number: UInt64)? in
+            let entries = s.entries.map { EvictionOrder.CacheEntry(key: $0.key, size: $0.value.size, lastUsed: $0.value.lastUsed) }
+            guard
+                let victims = EvictionOrder.cacheEntriesToEvict(
+                    entries, reserved: s.reserved, incoming: size, capacity: capacity)
+            else { return nil }
+            for victim in victims {
+                s.entries[victim] = nil
+                s.checked.remove(victim)
+            }
+            s.reserved += size
+            s.nextTemporary += 1
+            return (victims, s.nextTemporary)
+        }
+        guard let plan else { return nil }
+        for victim in plan.victims { CacheFolder.remove(path(of: victim)) }
+        let temporary = directory + "/" + Self.temporaryPrefix + "\(CacheFolder.processID)-\(plan.number)"
+        switch CacheFolder.create(temporary) {
+        case .success(let file):
+            return Partial(key: key, size: size, path: temporary, file: file)
+        case .failure(let error):
+            Log.warning("disk cache: \(error)")
+            state.withLock { $0.reserved -= size }
+            return nil
+        }
+    }
+
+    /// Gives a finished download, whose bytes matched the content_hash, its final name.
+    func commit(_ partial: Partial) -> Bool {
+        if let error = CacheFolder.rename(partial.path, to: path(of: partial.key)) {
+            Log.warning("disk cache: \(error)")
+            abandon(partial)
+            return false
+        }
+        partial.file.touch()
+        let now = CacheFolder.now()
+        state.withLock { s in
+            s.reserved -= partial.size
+            s.entries[partial.key] = Entry(size: partial.size, lastUsed: now)
+            s.checked.insert(partial.key)
+        }
+        return true
+    }
+
+    /// Deletes an unfinished download and frees its reservation.
+    func abandon(_ partial: Partial) {
+        CacheFolder.remove(partial.path)
+        state.withLock { $0.reserved -= partial.size }
+    }
+
+    /// Bytes of complete entries and of downloads in progress.
+    var usedBytes: UInt64 {
+        state.withLock { s in s.reserved + s.entries.values.reduce(0) { $0 + $1.size } }
+    }
+
+    /// The keys of the complete entries.
+    var keys: Set<String> {
+        state.withLock { Set($0.entries.keys) }
+    }
+
+    private func trim() {
+        let victims = state.withLock { s -> [String] in
+            let entries = s.entries.map { EvictionOrder.CacheEntry(key: $0.key, size: $0.value.size, lastUsed: $0.value.lastUsed) }
+            let victims =
+                EvictionOrder.cacheEntriesToEvict(entries, reserved: 0, incoming: 0, capacity: capacity) ?? []
+            for victim in victims { s.entries[victim] = nil }
+            return victims
+        }
+        for victim in victims { CacheFolder.remove(path(of: victim)) }
+    }
+
+    private func path(of key: String) -> String { directory + "/" + key }
+
+    /// The process id in a temporary file's name, or nil for any other name.
+    private static func temporaryOwner(_ name: String) -> Int32? {
+        guard name.hasPrefix(temporaryPrefix) else { return nil }
+        let rest = name.dropFirst(temporaryPrefix.count)
+        guard let dash = rest.firstIndex(of: "-") else { return nil }
+        return Int32(rest[..<dash])
+    }
+
+    private static func isKey(_ name: String) -> Bool {
+        name.utf8.count == 64
+            && name.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+}

@@ -1,0 +1,171 @@
+// The content_hash check of downloaded bytes. Dropbox publishes one hash per file (a hash of its
+// 4 MiB block hashes) and no per-block hashes, so only a whole file can be checked. As parts arrive,
+// the bytes from the start are fed to the content's verifier in file order (from buffers, or from
+// the disk entry being written when a buffer was evicted); when the last byte is fed the file is
+// verified or failed. A failed file answers EIO to every read and logs one error; a verified file
+// is committed to the disk cache. Reads that must not be answered before the check
+// (ContentState.mustVerify) wait for it here.
+
+import DropboxAPI
+
+extension FileReader {
+    private enum HashStep: Sendable {
+        case feed(Piece)
+        case stop([CheckedContinuation<Void, Never>])
+        case finish
+    }
+
+    /// Feeds the verifier every byte available from where it stopped; returns when the bytes run
+    /// out, or another task is already feeding it.
+    func pumpVerification(_ key: ContentKey) {
+        let claim = withState { s -> (verifier: ContentVerifier, position: UInt64)? in
+            guard let content = s.contents[key], content.verification == .pending, !content.hashing,
+                let verifier = content.verifier
+            else { return nil }
+            s.contents[key]?.hashing = true
+            return (verifier, content.hashedUpTo)
+        }
+        guard let claim else { return }
+        var position = claim.position
+        while true {
+            let step = withState { s -> HashStep in
+                guard let content = s.contents[key] else { return .stop([]) }
+                s.contents[key]?.hashedUpTo = position
+                if position == content.size { return .finish }
+                if let source = content.hashSource(at: position, maxLength: options.partSize) { return .feed(source) }
+                return .stop(s.releaseHashing(key))
+            }
+            switch step {
+            case .feed(.memory(let bytes)):
+                claim.verifier.update(bytes)
+                position += UInt64(bytes.count)
+            case .feed(.disk(let file, let range)):
+                switch file.read(range) {
+                case .success(let bytes):
+                    claim.verifier.update(bytes)
+                    position = range.upperBound
+                case .failure(let error):
+                    Log.warning("disk cache: \(error)")
+                    let waiters = withState { s -> [CheckedContinuation<Void, Never>] in
+                        s.giveUpDisk(key)
+                        return s.releaseHashing(key)
+                    }
+                    for waiter in waiters { waiter.resume() }
+                    return
+                }
+            case .stop(let waiters):
+                for waiter in waiters { waiter.resume() }
+                return
+            case .finish:
+                finishVerification(key, verifier: claim.verifier)
+                return
+            }
+        }
+    }
+
+    /// Compares the finished hash, records the outcome and commits a complete disk entry.
+    private func finishVerification(_ key: ContentKey, verifier: ContentVerifier) {
+        let actual = verifier.finish()
+        let matches = actual == verifier.expected
+        let (waiters, commit, label) = withState { s -> ([CheckedContinuation<Void, Never>], DiskCache.Partial?, String) in
+            guard let content = s.contents[key] else { return ([], nil, "") }
+            s.contents[key]?.verification = matches ? .verified : .failed
+            var commit: DiskCache.Partial?
+            if matches, case .partial(let partial, let present) = content.disk, present.isFull {
+                commit = partial
+            } else {
+                s.giveUpDisk(key)
+            }
+            if !matches {
+                for (id, segment) in content.segments where segment.bytes != nil {
+                    s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
+                }
+            }
+            return (s.releaseHashing(key), commit, content.label)
+        }
+        if !matches {
+            Log.error(
+                "\(label): the downloaded bytes do not match Dropbox's content_hash (expected \(verifier.expected), got \(actual)); reads of this file fail with EIO"
+            )
+        }
+        if let commit, let diskCache {
+            let committed = diskCache.commit(commit)
+            withState { s in
+                guard case .partial(let partial, _) = s.contents[key]?.disk, partial.path == commit.path else { return }
+                s.contents[key]?.disk = committed ? .complete(commit.file, checked: true) : .none
+            }
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the content of `file` is verified (or has no content_hash); throws EIO when it
+    /// failed. Feeds the verifier itself when nobody else does, and downloads again the bytes it
+    /// needs if they were evicted before being hashed.
+    func awaitVerification(_ file: PinnedFile) async throws(FilesystemError) {
+        let key = file.key
+        var lastPosition: UInt64?
+        var stalls = 0
+        while true {
+            enum Status: Sendable {
+                case done, failed, busy
+                case idle(UInt64)
+            }
+            let status = withState { s -> Status in
+                guard let content = s.contents[key] else { return .failed }
+                switch content.verification {
+                case .verified, .unverifiable: return .done
+                case .failed: return .failed
+                case .pending: return content.hashing ? .busy : .idle(content.hashedUpTo)
+                }
+            }
+            switch status {
+            case .done:
+                return
+            case .failed:
+                throw .integrity("\(file.label) does not match its content_hash")
+            case .busy:
+                await waitForHashing(key)
+            case .idle(let position):
+                if position == lastPosition {
+                    stalls += 1
+                    guard stalls < 4 else {
+                        Log.warning("\(file.label): the content_hash check could not get the bytes it needs")
+                        throw .remote("\(file.label): the content_hash check did not complete")
+                    }
+                }
+                lastPosition = position
+                pumpVerification(key)
+                let tasks = withState { s -> [FetchTask] in
+                    guard let content = s.contents[key], content.verification == .pending, !content.hashing else { return [] }
+                    let start = ReadPolicy.alignDown(content.hashedUpTo, options.unitSize)
+                    return startFetches(&s, file: file, range: start..<content.size, demand: true).tasks
+                }
+                for task in tasks {
+                    if case .failure(let error) = await task.value { throw error }
+                }
+            }
+        }
+    }
+
+    /// Waits until the task feeding the verifier of `key` (or checking its disk entry) lets go.
+    func waitForHashing(_ key: ContentKey) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let registered = state.withLock { s -> Bool in
+                guard s.contents[key]?.hashing == true else { return false }
+                s.contents[key]?.waiters.append(continuation)
+                return true
+            }
+            if !registered { continuation.resume() }
+        }
+    }
+}
+
+extension ReaderState {
+    /// Clears the hashing flag of `key` and hands back the tasks waiting for it.
+    mutating func releaseHashing(_ key: ContentKey) -> [CheckedContinuation<Void, Never>] {
+        guard let waiters = contents[key]?.waiters else { return [] }
+        contents[key]?.hashing = false
+        contents[key]?.waiters = []
+        return waiters
+    }
+}

@@ -1,0 +1,392 @@
+// The file reader behind open, read and release. A handle is pinned to the revision seen at open
+// and every download names it ("rev:<rev>"), so one open file never mixes two versions. A read is
+// answered from, in order: a checked disk cache entry, buffers downloaded earlier, the disk entry
+// being written, and new ranged downloads; ReadPolicy decides what else to fetch ahead. Downloads
+// run in their own Tasks and are shared by every handle on the same content (same content_hash).
+// Whole-file reads are checked against content_hash (FileReader+Verification.swift).
+//
+// Locking: `state` (one Mutex) guards ReaderState. It is never held across an await, a download,
+// disk I/O or hashing; disk cache files given up inside it are deleted after it is released.
+
+import DropboxAPI
+import Synchronization
+
+final class FileReader: Sendable {
+    let client: any DropboxClient
+    let options: ReaderOptions
+    let diskCache: DiskCache?
+    let state = Mutex(ReaderState())
+
+    init(client: any DropboxClient, options: ReaderOptions) {
+        self.client = client
+        self.options = options
+        diskCache = options.diskCache.flatMap(DiskCache.open)
+    }
+
+    /// Runs `body` under the lock, then deletes the disk downloads it gave up.
+    func withState<T: Sendable, E: Error>(_ body: (inout ReaderState) throws(E) -> T) throws(E) -> T {
+        let (result, abandoned) = try state.withLock { (s: inout ReaderState) throws(E) -> (T, [DiskCache.Partial]) in
+            let result = try body(&s)
+            defer { s.abandoned = [] }
+            return (result, s.abandoned)
+        }
+        for partial in abandoned { diskCache?.abandon(partial) }
+        return result
+    }
+
+    // MARK: open and release
+
+    func open(_ file: PinnedFile) -> OpenedFile {
+        let key = file.key
+        var disk = DiskState.none
+        if let diskCache, case .hash(let hash) = key, file.size > 0 {
+            let known = state.withLock { s -> (exists: Bool, entry: CacheFile?) in
+                guard let content = s.contents[key] else { return (false, nil) }
+                guard case .complete(let entry, _) = content.disk else { return (true, nil) }
+                return (true, entry)
+            }
+            if let entry = known.entry {
+                diskCache.markUsed(key: hash.hex, file: entry)
+            } else if !known.exists, let entry = diskCache.entry(key: hash.hex, size: file.size) {
+                disk = .complete(entry.file, checked: entry.checked)
+            }
+        }
+        return withState { s in
+            if s.contents[key] == nil {
+                s.contents[key] = ContentState(file: file, unitSize: options.unitSize, disk: disk)
+            }
+            s.contents[key]?.handles += 1
+            let policy = s.pageCachePolicy(for: file)
+            let handle = s.nextHandle
+            s.nextHandle += 1
+            s.handles[handle] = HandleState(file: file, stream: ReadStream(window: options.initialWindow))
+            return OpenedFile(handle: handle, pageCache: policy)
+        }
+    }
+
+    func release(_ handle: UInt64) {
+        withState { s in
+            guard let closed = s.handles.removeValue(forKey: handle) else { return }
+            let key = closed.file.key
+            s.contents[key]?.handles -= 1
+            s.dropIfIdle(key)
+        }
+    }
+
+    /// Logs once per inode that an export-only document cannot be read.
+    func warnNotDownloadable(inode: UInt64, path: String) {
+        guard state.withLock({ $0.warnedNotDownloadable.insert(inode).inserted }) else { return }
+        Log.warning(
+            "\(path): Dropbox can only export this document (Paper, Google Docs, ...), not download it; opening it fails with EACCES")
+    }
+
+    // MARK: read
+
+    /// What a read does after its first look at the state.
+    private enum Start: Sendable {
+        case empty
+        case fromDisk(CacheFile, Range<UInt64>)
+        case checkDisk
+        case fetch(ReadPlan)
+    }
+
+    struct ReadPlan: Sendable {
+        var file: PinnedFile
+        var range: Range<UInt64>
+        var sequential: Bool
+        var verify: Bool
+        var waits: [FetchTask]
+    }
+
+    private enum Collected: Sendable {
+        case pieces([Piece])
+        case refetch([FetchTask])
+    }
+
+    func read(_ handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
+        guard size > 0 else { return [] }
+        for _ in 0..<3 {
+            startDiskEntryIfWanted(handle, offset: offset)
+            switch try withState({ (s: inout ReaderState) throws(FilesystemError) -> Start in
+                try begin(&s, handle: handle, offset: offset, length: UInt64(size))
+            }) {
+            case .empty: return []
+            case .fromDisk(let file, let range): return try Self.bytes(of: [.disk(file, range)])
+            case .checkDisk: await checkDiskEntry(handle)
+            case .fetch(let plan): return try await finish(plan)
+            }
+        }
+        throw .remote("the disk cache entry could not be checked")
+    }
+
+    /// Applies the read policy and starts the downloads the read needs or should prefetch.
+    private func begin(
+        _ s: inout ReaderState, handle: UInt64, offset: UInt64, length: UInt64
+    ) throws(FilesystemError) -> Start {
+        guard var open = s.handles[handle] else { throw .badHandle }
+        let file = open.file
+        guard offset < file.size else { return .empty }
+        guard let content = s.contents[file.key] else { throw .badHandle }
+        if content.verification == .failed { throw .integrity("\(file.label) does not match its content_hash") }
+        let end = file.size - offset < length ? file.size : offset + length
+        switch content.disk {
+        case .complete(let cacheFile, checked: true): return .fromDisk(cacheFile, offset..<end)
+        case .complete(_, checked: false): return .checkDisk
+        case .none, .partial: break
+        }
+        let decision = ReadPolicy.decide(open.stream, offset: offset, length: length, fileSize: file.size, options: options)
+        open.stream = decision.stream
+        let verify = content.mustVerify(offset..<end, wholeFileLimit: options.wholeFileLimit)
+        let waits = startFetches(&s, file: file, range: decision.demand, demand: true).tasks
+        if let prefetch = decision.prefetch,
+            let stopped = startFetches(&s, file: file, range: prefetch, demand: false).stoppedAt
+        {
+            open.stream.requestedUpTo = stopped
+        }
+        s.handles[handle] = open
+        return .fetch(ReadPlan(file: file, range: offset..<end, sequential: decision.sequential, verify: verify, waits: waits))
+    }
+
+    /// Waits for the read's downloads, gathers its bytes (fetching again what was evicted in the
+    /// meantime) and, when the read must be verified, waits for the content_hash check.
+    private func finish(_ plan: ReadPlan) async throws(FilesystemError) -> [UInt8] {
+        let key = plan.file.key
+        var waits = plan.waits
+        for _ in 0..<4 {
+            for task in waits {
+                if case .failure(let error) = await task.value { throw error }
+            }
+            let collected = try withState { (s: inout ReaderState) throws(FilesystemError) -> Collected in
+                guard let content = s.contents[key] else { throw .badHandle }
+                if content.verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
+                let tick = s.nextTick()
+                if let pieces = s.contents[key]?.pieces(of: plan.range, tick: tick, sequential: plan.sequential) {
+                    return .pieces(pieces)
+                }
+                let unit = options.unitSize
+                let aligned =
+                    ReadPolicy.alignDown(plan.range.lowerBound, unit)..<min(
+                        ReadPolicy.alignUp(plan.range.upperBound, unit), content.size)
+                return .refetch(startFetches(&s, file: plan.file, range: aligned, demand: true).tasks)
+            }
+            switch collected {
+            case .pieces(let pieces):
+                if plan.verify { try await awaitVerification(plan.file) }
+                return try Self.bytes(of: pieces)
+            case .refetch(let tasks):
+                waits = tasks
+            }
+        }
+        throw .remote("\(plan.file.label): downloaded bytes were evicted before they could be read")
+    }
+
+    /// The concatenated bytes of `pieces`.
+    static func bytes(of pieces: [Piece]) throws(FilesystemError) -> [UInt8] {
+        if pieces.count == 1, case .memory(let slice) = pieces[0] { return Array(slice) }
+        var out: [UInt8] = []
+        for piece in pieces {
+            switch piece {
+            case .memory(let slice):
+                out.append(contentsOf: slice)
+            case .disk(let file, let range):
+                switch file.read(range) {
+                case .success(let bytes): out.append(contentsOf: bytes)
+                case .failure(let error):
+                    Log.warning("disk cache: \(error)")
+                    throw .remote("disk cache: \(error)")
+                }
+            }
+        }
+        return out
+    }
+
+    // MARK: downloads
+
+    /// Starts downloads for the units of `range` nobody holds, in parts, and returns the tasks of
+    /// every download covering `range`. A prefetch stops where the memory cap refuses a part.
+    func startFetches(
+        _ s: inout ReaderState, file: PinnedFile, range: Range<UInt64>, demand: Bool
+    ) -> (tasks: [FetchTask], stoppedAt: UInt64?) {
+        let key = file.key
+        guard let content = s.contents[key] else { return ([], nil) }
+        let coverage = content.coverage(of: range)
+        var tasks = coverage.pending
+        let partSize = ReadPolicy.partSize(fileSize: content.size, options: options)
+        for run in coverage.missing {
+            for part in ReadPolicy.parts(of: run, maxPart: partSize) {
+                guard s.reserve(part.upperBound - part.lowerBound, limit: options.memoryLimit, demand: demand) else {
+                    return (tasks, part.lowerBound)
+                }
+                let id = s.nextSegment
+                s.nextSegment += 1
+                let task = FetchTask { await self.download(file, segment: id, range: part) }
+                let tick = s.nextTick()
+                s.contents[key]?.segments[id] = Segment(range: part, fetch: task, lastUsed: tick)
+                for unit in content.units(part) { s.contents[key]?.owners[unit] = id }
+                tasks.append(task)
+            }
+        }
+        return (tasks, nil)
+    }
+
+    /// One part's download: fetch, write to the disk entry in progress, publish, feed the verifier.
+    private func download(_ file: PinnedFile, segment id: UInt64, range: Range<UInt64>) async -> Result<Void, FilesystemError> {
+        let key = file.key
+        let bytes: [UInt8]
+        switch await fetchBytes(file, range: range) {
+        case .success(let fetched): bytes = fetched
+        case .failure(let error):
+            withState { s in
+                s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
+                s.dropIfIdle(key)
+            }
+            return .failure(error)
+        }
+        let partial = withState { s -> DiskCache.Partial? in
+            guard case .partial(let partial, _) = s.contents[key]?.disk else { return nil }
+            return partial
+        }
+        var written = false
+        if let partial {
+            if let error = partial.file.write(bytes, at: range.lowerBound) {
+                Log.warning("disk cache: \(error); \(file.label) stays uncached")
+            } else {
+                written = true
+            }
+        }
+        let kept = withState { s -> Bool in
+            let tick = s.nextTick()
+            guard s.contents[key]?.publish(id, bytes: bytes, writtenToDisk: written, tick: tick) == true else {
+                s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
+                s.dropIfIdle(key)
+                return false
+            }
+            if partial != nil, !written { s.giveUpDisk(key) }
+            return true
+        }
+        guard kept else { return .failure(.integrity("\(file.label) does not match its content_hash")) }
+        pumpVerification(key)
+        return .success(())
+    }
+
+    /// The bytes of `range` of the pinned revision, exactly; a short reply is retried twice.
+    private func fetchBytes(_ file: PinnedFile, range: Range<UInt64>) async -> Result<[UInt8], FilesystemError> {
+        let length = range.upperBound - range.lowerBound
+        var shortReplies = 0
+        while true {
+            let result: DownloadResult
+            do {
+                result = try await client.download(
+                    path: "rev:" + file.rev, range: ByteRange(offset: range.lowerBound, length: length))
+            } catch {
+                return .failure(Self.failure(error, file: file))
+            }
+            guard result.metadata.rev == file.rev else {
+                Log.warning("\(file.label): Dropbox served revision \(result.metadata.rev) instead; the open file is stale")
+                return .failure(.stale)
+            }
+            if UInt64(result.data.count) == length { return .success(result.data) }
+            shortReplies += 1
+            let action = shortReplies < 3 ? "retrying" : "giving up"
+            Log.warning("\(file.label): got \(result.data.count) of \(length) bytes at \(range.lowerBound); \(action)")
+            if shortReplies >= 3 { return .failure(.remote("\(file.label): short download")) }
+        }
+    }
+
+    /// How a failed download surfaces: a revision Dropbox no longer has is a stale handle.
+    private static func failure(_ error: DropboxError, file: PinnedFile) -> FilesystemError {
+        switch error {
+        case .lookup(.notFound), .rangeNotSatisfiable:
+            Log.warning("\(file.label): this revision is no longer on Dropbox (\(error)); the open file is stale")
+            return .stale
+        default:
+            Log.warning("\(file.label): download failed: \(error)")
+            return FilesystemError(error)
+        }
+    }
+
+    // MARK: disk cache
+
+    /// Starts a disk cache entry for the content when a read begins at its start (or the file is
+    /// small enough to be fetched whole): reads elsewhere in big files do not fill the cache.
+    private func startDiskEntryIfWanted(_ handle: UInt64, offset: UInt64) {
+        guard let diskCache else { return }
+        let wanted = withState { s -> (key: ContentKey, name: String, size: UInt64)? in
+            guard let file = s.handles[handle]?.file, case .hash(let hash) = file.key,
+                let content = s.contents[file.key], !content.diskTried, content.verification == .pending,
+                offset < options.unitSize || content.size <= options.wholeFileLimit
+            else { return nil }
+            s.contents[file.key]?.diskTried = true
+            return (file.key, hash.hex, content.size)
+        }
+        guard let wanted, let partial = diskCache.begin(key: wanted.name, size: wanted.size) else { return }
+        let installed = withState { s -> Bool in
+            guard let content = s.contents[wanted.key], case .none = content.disk else { return false }
+            s.contents[wanted.key]?.disk = .partial(partial, present: UnitSet(capacity: content.arrived.capacity))
+            return true
+        }
+        if !installed { diskCache.abandon(partial) }
+    }
+
+    /// Checks a disk cache entry this process did not write against its content_hash before its
+    /// first use; a damaged entry is deleted and the content downloaded again.
+    private func checkDiskEntry(_ handle: UInt64) async {
+        let claim = withState { s -> (key: ContentKey, file: CacheFile, size: UInt64, expected: ContentHash, label: String)? in
+            guard let key = s.handles[handle]?.file.key, let content = s.contents[key], !content.hashing,
+                case .complete(let file, checked: false) = content.disk, let expected = content.expectedHash
+            else { return nil }
+            s.contents[key]?.hashing = true
+            return (key, file, content.size, expected, content.label)
+        }
+        guard let claim else {
+            if let key = state.withLock({ $0.handles[handle]?.file.key }) { await waitForHashing(key) }
+            return
+        }
+        let name = claim.expected.hex
+        let sound: Bool
+        switch await ContentVerifier.check(claim.file, size: claim.size, expected: claim.expected, chunk: options.partSize) {
+        case .success(true):
+            sound = true
+            diskCache?.markChecked(key: name)
+        case .success(false):
+            sound = false
+            Log.warning("disk cache: the entry of \(claim.label) does not match its content_hash; downloading it again")
+            diskCache?.discard(key: name)
+        case .failure(let error):
+            sound = false
+            Log.warning("disk cache: \(error); downloading \(claim.label) again")
+            diskCache?.discard(key: name)
+        }
+        let waiters = withState { s -> [CheckedContinuation<Void, Never>] in
+            guard s.contents[claim.key] != nil else { return [] }
+            s.contents[claim.key]?.disk = sound ? .complete(claim.file, checked: true) : .none
+            if sound {
+                s.contents[claim.key]?.verification = .verified
+            } else {
+                s.contents[claim.key]?.diskTried = false  // the download may write a new entry
+            }
+            return s.releaseHashing(claim.key)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// An open file handle and how the kernel's page cache should treat it.
+public struct OpenedFile: Sendable, Equatable {
+    public var handle: UInt64
+    public var pageCache: PageCachePolicy
+
+    public init(handle: UInt64, pageCache: PageCachePolicy) {
+        self.handle = handle
+        self.pageCache = pageCache
+    }
+}
+
+extension ReaderState {
+    /// Stops writing a content to the disk cache (a write failed or its bytes cannot be committed).
+    mutating func giveUpDisk(_ key: ContentKey) {
+        guard case .partial(let partial, _) = contents[key]?.disk else { return }
+        contents[key]?.disk = .none
+        abandoned.append(partial)
+    }
+}

@@ -1,0 +1,108 @@
+// The read-ahead policy as pure functions: whether a read continues a sequential stream, which
+// unit-aligned bytes it needs now, how far ahead to fetch, how the window grows, and how a range is
+// cut into parallel requests. No clocks and no state beyond the values passed in: FileReader keeps
+// one ReadStream per open handle and applies the decisions (ReaderPolicyTests has the tables).
+
+/// What the policy remembers about one open handle.
+public struct ReadStream: Sendable, Equatable {
+    /// Where the next read of a sequential reader is expected to start.
+    public var expected: UInt64
+    /// How many bytes to keep requested ahead of the reader.
+    public var window: UInt64
+    /// The end of everything this stream has requested so far.
+    public var requestedUpTo: UInt64
+    /// True once a sequential prefetch was issued since the last reset: later top-ups double the window.
+    public var growing: Bool
+
+    public init(expected: UInt64 = 0, window: UInt64, requestedUpTo: UInt64 = 0, growing: Bool = false) {
+        self.expected = expected
+        self.window = window
+        self.requestedUpTo = requestedUpTo
+        self.growing = growing
+    }
+}
+
+/// What one read should fetch, and the stream afterwards.
+public struct ReadDecision: Sendable, Equatable {
+    public var sequential: Bool
+    /// The unit-aligned bytes the read itself needs (the whole file for small files).
+    public var demand: Range<UInt64>
+    /// Unit-aligned bytes to fetch ahead of the reader, if any.
+    public var prefetch: Range<UInt64>?
+    public var stream: ReadStream
+
+    public init(sequential: Bool, demand: Range<UInt64>, prefetch: Range<UInt64>?, stream: ReadStream) {
+        self.sequential = sequential
+        self.demand = demand
+        self.prefetch = prefetch
+        self.stream = stream
+    }
+}
+
+public enum ReadPolicy {
+    /// The decision for a read of `length` bytes at `offset` (which lies inside the file).
+    public static func decide(
+        _ stream: ReadStream, offset: UInt64, length: UInt64, fileSize: UInt64, options: ReaderOptions
+    ) -> ReadDecision {
+        precondition(offset < fileSize && length > 0, "a read inside the file")
+        let unit = options.unitSize
+        let readEnd = fileSize - offset < length ? fileSize : offset + length
+        if fileSize <= options.wholeFileLimit {
+            var next = stream
+            next.expected = readEnd
+            next.requestedUpTo = fileSize
+            return ReadDecision(sequential: true, demand: 0..<fileSize, prefetch: nil, stream: next)
+        }
+        let demand = alignDown(offset, unit)..<min(alignUp(readEnd, unit), fileSize)
+        let slack = options.sequentialSlack
+        let sequential =
+            offset + slack >= stream.expected && offset <= max(stream.requestedUpTo, stream.expected + slack)
+        guard sequential else {
+            let reset = ReadStream(
+                expected: readEnd, window: options.initialWindow, requestedUpTo: demand.upperBound, growing: false)
+            return ReadDecision(sequential: false, demand: demand, prefetch: nil, stream: reset)
+        }
+        var next = stream
+        next.expected = max(stream.expected, readEnd)
+        next.requestedUpTo = max(stream.requestedUpTo, demand.upperBound)
+        let ahead = stream.requestedUpTo > readEnd ? stream.requestedUpTo - readEnd : 0
+        guard ahead < stream.window / 2, next.requestedUpTo < fileSize else {
+            return ReadDecision(sequential: true, demand: demand, prefetch: nil, stream: next)
+        }
+        if stream.growing { next.window = min(stream.window * 2, options.maxWindow) }
+        next.growing = true
+        let start = next.requestedUpTo
+        let end = min(alignUp(readEnd + next.window, unit), fileSize)
+        guard start < end else { return ReadDecision(sequential: true, demand: demand, prefetch: nil, stream: next) }
+        next.requestedUpTo = end
+        return ReadDecision(sequential: true, demand: demand, prefetch: start..<end, stream: next)
+    }
+
+    /// `range` cut into consecutive requests of at most `maxPart` bytes.
+    public static func parts(of range: Range<UInt64>, maxPart: UInt64) -> [Range<UInt64>] {
+        precondition(maxPart > 0)
+        var parts: [Range<UInt64>] = []
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let end = range.upperBound - start > maxPart ? start + maxPart : range.upperBound
+            parts.append(start..<end)
+            start = end
+        }
+        return parts
+    }
+
+    /// The request size for a file: small files are split into `wholeFileParts` parallel requests
+    /// of whole units, larger files use `partSize`.
+    public static func partSize(fileSize: UInt64, options: ReaderOptions) -> UInt64 {
+        guard fileSize <= options.wholeFileLimit else { return options.partSize }
+        let share = (fileSize + options.wholeFileParts - 1) / options.wholeFileParts
+        return min(max(alignUp(share, options.unitSize), options.unitSize), options.partSize)
+    }
+
+    static func alignDown(_ value: UInt64, _ unit: UInt64) -> UInt64 { value - value % unit }
+
+    static func alignUp(_ value: UInt64, _ unit: UInt64) -> UInt64 {
+        let rest = value % unit
+        return rest == 0 ? value : value + (unit - rest)
+    }
+}
