@@ -20,9 +20,9 @@ sys.path.insert(0, str(ROOT / "tools" / "fakedropbox"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakedropbox.client import FakeDropbox  # noqa: E402
+from helpers import TOKEN, env_for, is_mounted, pids_of_daemon, process_gone, wait_until  # noqa: E402
 
 BINARY = Path(os.environ.get("DROPBOXFS_BIN", ROOT / ".build" / "debug" / "dropboxfs"))
-TOKEN = "test-token"
 
 
 def fuse_problem():
@@ -54,44 +54,17 @@ def binary():
     return str(BINARY)
 
 
-def is_mounted(path):
-    path = os.path.realpath(path)
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            point = fields[4].encode().decode("unicode_escape")
-            if point == path:
-                return True
-    return False
-
-
-def env_for(fake, token=TOKEN, extra=None):
-    env = dict(os.environ)
-    env.update(
-        DROPBOXFS_API_URL=fake.url,
-        DROPBOXFS_CONTENT_URL=fake.url,
-        DROPBOXFS_NOTIFY_URL=fake.url,
-        DROPBOXFS_OAUTH_URL=fake.url,
-    )
-    if token is None:
-        env.pop("DROPBOXFS_ACCESS_TOKEN", None)
-    else:
-        env["DROPBOXFS_ACCESS_TOKEN"] = token
-    env.update(extra or {})
-    return env
-
-
 class Mount:
     """A running `dropboxfs mount --foreground` process and its mount point."""
 
-    def __init__(self, binary, fake, mountpoint, args=(), env_extra=None, log_path=None):
+    def __init__(self, binary, fake, mountpoint, args=(), env_extra=None, log_path=None, token=TOKEN):
         self.fake = fake
         self.path = str(mountpoint)
         self.log_path = log_path
         self.log = open(log_path, "wb")
         self.process = subprocess.Popen(
             [binary, "mount", self.path, "--foreground", *args],
-            env=env_for(fake, extra=env_extra),
+            env=env_for(fake, token=token, extra=env_extra),
             stdout=self.log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -106,18 +79,19 @@ class Mount:
             time.sleep(0.05)
 
     def log_text(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return Path(self.log_path).read_text(errors="replace")
 
     def unmount(self, timeout=15):
         if is_mounted(self.path):
-            subprocess.run(["fusermount3", "-u", self.path], check=False, capture_output=True)
+            subprocess.run(["fusermount3", "-u", self.path], check=False, capture_output=True, timeout=timeout)
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-            subprocess.run(["fusermount3", "-uz", self.path], check=False, capture_output=True)
+            subprocess.run(["fusermount3", "-uz", self.path], check=False, capture_output=True, timeout=timeout)
             raise AssertionError(f"dropboxfs did not exit within {timeout} s after unmount")
         finally:
             self.log.close()
@@ -144,10 +118,14 @@ def fake_factory():
 def mount_factory(binary, tmp_path):
     mounts = []
 
-    def start(fake, *args, env_extra=None, allowed_log=()):
+    def start(fake, *args, env_extra=None, allowed_log=(), mountpoint=None):
+        """Mounts `fake` on a fresh empty folder (or on `mountpoint`, which must exist)."""
         index = len(mounts)
-        mountpoint = tmp_path / f"mnt{index}"
-        mountpoint.mkdir()
+        if mountpoint is None:
+            mountpoint = tmp_path / f"mnt{index}"
+            mountpoint.mkdir()
+        # The disk content cache of a test's mounts is its own (shared by its remounts), never ~/.cache.
+        env_extra = {"XDG_CACHE_HOME": str(tmp_path / "xdg-cache"), **(env_extra or {})}
         m = Mount(binary, fake, mountpoint, args, env_extra, tmp_path / f"daemon{index}.log")
         m.allowed_log = allowed_log
         mounts.append(m)
@@ -161,10 +139,33 @@ def mount_factory(binary, tmp_path):
         except AssertionError as e:
             problems.append(str(e))
         if is_mounted(m.path):
-            subprocess.run(["fusermount3", "-uz", m.path], check=False)
+            subprocess.run(["fusermount3", "-uz", m.path], check=False, capture_output=True, timeout=15)
             problems.append(f"{m.path} was still mounted after the daemon exited")
         for line in m.log_text().splitlines():
             if "[error]" in line and not any(a in line for a in m.allowed_log):
                 problems.append(f"unexpected error in daemon log: {line}")
+    if problems:
+        pytest.fail("\n".join(problems))
+
+
+@pytest.fixture
+def background_mounts():
+    """Mount points used by background (daemonised) mounts: at teardown each is unmounted (a test
+    that failed half-way may leave one mounted), and a daemon that does not exit after the unmount
+    is killed (by its pid) and reported."""
+    paths = []
+    yield paths
+    problems = []
+    for path in paths:
+        if is_mounted(path):
+            subprocess.run(["fusermount3", "-u", str(path)], check=False, capture_output=True, timeout=15)
+        for pid in pids_of_daemon(path):
+            try:
+                wait_until(lambda: process_gone(pid), timeout=10, message=f"daemon {pid} to exit")
+            except AssertionError:
+                os.kill(pid, 9)
+                problems.append(f"daemon {pid} for {path} did not exit after unmount")
+        if is_mounted(path):
+            subprocess.run(["fusermount3", "-uz", str(path)], check=False, capture_output=True, timeout=15)
     if problems:
         pytest.fail("\n".join(problems))

@@ -1,0 +1,260 @@
+"""Each command-line mistake gets its one-line message and its exit code (dropboxfs --help):
+0 ok, 1 other, 2 usage, 3 mount point problem, 4 credentials, 5 unreachable, 6 no FUSE."""
+
+import os
+import re
+import shutil
+
+import pytest
+
+from helpers import ROOT, closed_port, env_for, is_mounted, run
+
+
+
+def dropboxfs(binary, *args, env=None, timeout=30):
+    r = run(binary, *args, env=env, timeout=timeout)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def assert_fails(result, code, *fragments):
+    """The command failed with `code`; its last stderr line is the one-line message "dropboxfs: ..."
+    (earlier lines may only be log lines, e.g. retries while the server is unreachable)."""
+    rc, out, err = result
+    assert rc == code, (rc, out, err)
+    lines = err.strip().splitlines()
+    assert lines, "no error message"
+    message = lines[-1]
+    assert message.startswith("dropboxfs: "), err
+    assert all(line.startswith("dropboxfs[") for line in lines[:-1]), err
+    for fragment in fragments:
+        assert fragment in message, (fragment, err)
+
+
+@pytest.fixture
+def fake(fake_factory):
+    fake = fake_factory()
+    fake.add_file("/hello.txt", b"hello\n")
+    return fake
+
+
+@pytest.fixture
+def empty_dir(tmp_path):
+    d = tmp_path / "mnt"
+    d.mkdir()
+    return d
+
+
+def test_mount_point_missing(binary, fake, tmp_path):
+    missing = tmp_path / "does" / "not" / "exist"
+    assert_fails(dropboxfs(binary, "mount", missing, "--foreground", env=env_for(fake)), 3,
+                 str(missing), "does not exist")
+    assert not missing.exists()
+
+
+def test_mount_point_is_a_file(binary, fake, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert_fails(dropboxfs(binary, "mount", f, "--foreground", env=env_for(fake)), 3, "not a directory")
+
+
+def test_mount_point_not_empty(binary, fake, mount_factory, tmp_path):
+    d = tmp_path / "full"
+    d.mkdir()
+    (d / "something").write_text("mine")
+    assert_fails(dropboxfs(binary, "mount", d, "--foreground", env=env_for(fake)), 3,
+                 "not empty", "--allow-non-empty")
+    assert not is_mounted(d)
+    # A hidden file counts too.
+    h = tmp_path / "hidden"
+    h.mkdir()
+    (h / ".dotfile").write_text("x")
+    assert_fails(dropboxfs(binary, "mount", h, "--foreground", env=env_for(fake)), 3, "not empty")
+    # --allow-non-empty mounts over it; the old content is hidden while mounted and back afterwards.
+    m = mount_factory(fake, "--allow-non-empty", mountpoint=d)
+    assert os.listdir(m.path) == ["hello.txt"]
+    m.unmount()
+    assert os.listdir(d) == ["something"]
+
+
+def test_already_mounted(binary, fake, mount_factory):
+    m = mount_factory(fake)
+    assert_fails(dropboxfs(binary, "mount", m.path, "--foreground", env=env_for(fake)), 3,
+                 "already a mount point")
+    assert_fails(dropboxfs(binary, "mount", m.path, "--foreground", "--allow-non-empty", env=env_for(fake)), 3,
+                 "already a mount point")
+    # The first mount is untouched.
+    assert os.listdir(m.path) == ["hello.txt"]
+    assert m.process.poll() is None
+
+
+def test_no_credentials(binary, fake, empty_dir):
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", env=env_for(fake, token=None)), 4,
+                 "DROPBOXFS_ACCESS_TOKEN")
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", env=env_for(fake, token="   ")), 4,
+                 "DROPBOXFS_ACCESS_TOKEN")
+    assert not is_mounted(empty_dir)
+    # No request was made without a token.
+    assert fake.stats()["total"] == 0
+
+
+def test_token_file(binary, fake, empty_dir, tmp_path, mount_factory):
+    missing = tmp_path / "no-token-file"
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", "--access-token-file", missing,
+                           env=env_for(fake, token=None)), 4, str(missing))
+    empty = tmp_path / "empty-token"
+    empty.write_text("\n")
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", "--access-token-file", empty,
+                           env=env_for(fake, token=None)), 4, "empty")
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text("not-the-token\n")
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", "--access-token-file", wrong,
+                           env=env_for(fake)), 4, "rejected")
+    good = tmp_path / "token"
+    good.write_text("test-token\n")
+    m = mount_factory(fake, "--access-token-file", str(good), env_extra={"DROPBOXFS_ACCESS_TOKEN": "wrong"})
+    assert os.listdir(m.path) == ["hello.txt"]
+
+
+def test_token_rejected(binary, fake, empty_dir):
+    result = dropboxfs(binary, "mount", empty_dir, "--foreground", env=env_for(fake, token="wrong-token"))
+    assert_fails(result, 4, "rejected")
+    assert "wrong-token" not in result[1] + result[2], "the token must never be printed"
+    assert not is_mounted(empty_dir)
+
+
+def test_server_unreachable(binary, empty_dir):
+    url = f"http://127.0.0.1:{closed_port()}"
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", env=env_for(url), timeout=60), 5, url)
+    assert not is_mounted(empty_dir)
+    # The same through the flags.
+    env = env_for("http://127.0.0.1:1")
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", "--api-url", url, "--content-url", url,
+                           "--notify-url", url, env=env, timeout=60), 5, url)
+
+
+def test_server_not_speaking_http(binary, empty_dir):
+    """A port that accepts and closes connections: unreachable too, not a hang."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                conn.close()
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        rc, out, err = dropboxfs(binary, "mount", empty_dir, "--foreground", env=env_for(url), timeout=90)
+        assert rc == 5, (rc, err)
+    finally:
+        stop.set()
+        t.join()
+        server.close()
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--bogus"], "--bogus"),
+    (["-x"], "-x"),
+    (["--threads", "0"], "--threads"),
+    (["--threads", "lots"], "--threads"),
+    (["--attr-timeout", "-1"], "--attr-timeout"),
+    (["--attr-timeout", "soon"], "--attr-timeout"),
+    (["--dir-cache-time", "nan"], "--dir-cache-time"),
+    (["--log-level", "loud"], "--log-level"),
+    (["-o", "rw"], "read-only"),
+    (["--log-file"], "--log-file"),
+    (["--foreground=yes"], "--foreground"),
+    (["second-mount-point"], "one mount point"),
+], ids=lambda v: v if isinstance(v, str) else " ".join(v))
+def test_bad_options(binary, fake, empty_dir, args, fragment):
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", *args, env=env_for(fake)), 2, fragment)
+    assert not is_mounted(empty_dir)
+    assert fake.stats()["total"] == 0
+
+
+def test_bad_command(binary):
+    assert_fails(dropboxfs(binary, "frobnicate"), 2, "frobnicate")
+    rc, out, err = dropboxfs(binary)
+    assert rc == 2 and "Usage" in out + err
+
+
+def mount_spec_options():
+    """Every option the mount command's parser accepts, read from its ArgumentSpec."""
+    source = (ROOT / "Sources" / "dropboxfs" / "MountCommand.swift").read_text()
+    spec = source[source.index("ArgumentSpec("):source.index("])", source.index("switches:")) + 2]
+    names = set(re.findall(r'"([a-z][a-z-]*)":\s*"', spec))
+    assert {"foreground", "o", "help"} <= names
+    return sorted(names)
+
+
+def test_help(binary):
+    rc, out, err = dropboxfs(binary, "--help")
+    assert rc == 0 and err == ""
+    assert "dropboxfs mount" in out and "fusermount3 -u" in out
+    for code in range(7):
+        assert re.search(rf"\b{code} [a-zA-Z]", out), f"exit code {code} undocumented"
+    rc2, out2, _ = dropboxfs(binary, "-h")
+    assert rc2 == 0 and out2 == out
+
+
+def test_mount_help_mentions_every_option(binary):
+    rc, out, err = dropboxfs(binary, "mount", "--help")
+    assert rc == 0 and err == ""
+    assert dropboxfs(binary, "mount", "-h")[1] == out
+    # The options of the issue, and every one the parser knows, are documented.
+    required = ["--foreground", "-f", "-o", "--allow-other", "--allow-non-empty", "--access-token-file",
+                "--api-url", "--content-url", "--notify-url", "--attr-timeout", "--dir-cache-time",
+                "--threads", "--log-level", "--debug", "-d", "--log-file", "--help", "-h"]
+    for name in mount_spec_options():
+        required.append(("-" if len(name) == 1 else "--") + name)
+    for option in required:
+        assert re.search(rf"(^|[\s,]){re.escape(option)}([\s,=]|$)", out, re.M), f"{option} is not in mount --help"
+    assert "EROFS" in out or "Read-only" in out
+
+
+def test_every_documented_option_is_accepted(binary, fake, tmp_path):
+    """Each option named in `mount --help` parses (the run then stops at the missing mount point)."""
+    _, out, _ = dropboxfs(binary, "mount", "--help")
+    documented = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+|-[a-z])\b", out)))
+    # A value for every option the help shows with a placeholder (e.g. "--threads N").
+    samples = {"SECONDS": "5", "N": "4", "LEVEL": "info", "OPTIONS": "allow_other", "URL": fake.url,
+               "FILE": str(tmp_path / "file"), "DIR": str(tmp_path / "dir"), "SIZE": "1048576",
+               "BYTES": "1048576", "MIB": "64", "KEY": "fakeappkey"}
+    values = {}
+    for option, placeholder in re.findall(r"(?<![\w-])(--[a-z][a-z-]+|-[a-z]) ([A-Z]+)\b", out):
+        assert placeholder in samples, f"no sample value for {option} {placeholder}"
+        values[option] = samples[placeholder]
+    values["--access-token-file"] = "/dev/null"
+    missing = tmp_path / "missing"
+    for option in documented:
+        if option in ("--help", "-h"):
+            continue
+        args = [option] + ([values[option]] if option in values else [])
+        rc, out2, err = dropboxfs(binary, "mount", missing, "--foreground", *args, env=env_for(fake))
+        assert rc == 3 and "does not exist" in err, (option, rc, err)
+
+
+def test_no_fuse_device(binary, fake, empty_dir):
+    """Exit code 6 when /dev/fuse is missing: run in a private mount namespace whose /dev is an empty
+    tmpfs, so the machine's /dev is untouched."""
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare (util-linux) is needed to hide /dev/fuse safely")
+    script = 'mount -t tmpfs none /dev && exec "$0" mount "$1" --foreground'
+    r = run("unshare", "--mount", "--propagation", "private", "sh", "-c", script, binary, empty_dir,
+            env=env_for(fake), timeout=30)
+    assert os.path.exists("/dev/fuse"), "the host's /dev/fuse must be untouched"
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 6, (r.returncode, err)
+    assert err.startswith("dropboxfs: ") and "/dev/fuse" in err
+    assert not is_mounted(empty_dir)

@@ -1,0 +1,190 @@
+"""Starting and stopping: foreground daemon on SIGTERM / SIGINT / fusermount3 -u, a killed daemon
+(auto_unmount), and the background mode."""
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+from helpers import TOKEN, env_for
+from helpers import is_mounted, pids_of_daemon, process_gone, run, wait_until
+
+
+def small_fake(fake_factory):
+    fake = fake_factory()
+    fake.add_file("/hello.txt", b"hello\n")
+    fake.add_file("/folder/inside.txt", b"inside\n")
+    return fake
+
+
+def assert_usable(m):
+    r = run("ls", m.path)
+    assert r.returncode == 0
+    assert r.stdout.split() == [b"folder", b"hello.txt"]
+
+
+def assert_clean_shutdown(m):
+    """The daemon said it unmounted, and nothing complained while it shut down (background work
+    such as the change watcher must stop quietly)."""
+    lines = m.log_text().splitlines()
+    done = [i for i, line in enumerate(lines) if "unmounted" in line]
+    assert done, "no 'unmounted' line in the daemon log"
+    noisy = [line for line in lines[done[0]:] if "[warning]" in line or "[error]" in line]
+    assert not noisy, f"the daemon complained while shutting down: {noisy}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["TERM", "INT", "HUP"])
+def test_signal_unmounts_and_exits_zero(fake_factory, mount_factory, sig):
+    fake = small_fake(fake_factory)
+    m = mount_factory(fake)
+    assert_usable(m)
+    m.process.send_signal(sig)
+    assert m.process.wait(timeout=15) == 0, m.log_text()
+    assert not is_mounted(m.path)
+    assert os.listdir(m.path) == []
+    assert "unmounted" in m.log_text()
+
+
+def test_fusermount_unmount_ends_the_daemon(fake_factory, mount_factory):
+    fake = small_fake(fake_factory)
+    m = mount_factory(fake)
+    assert_usable(m)
+    r = run("fusermount3", "-u", m.path, timeout=15)
+    assert r.returncode == 0, r.stderr
+    assert m.process.wait(timeout=15) == 0, m.log_text()
+    assert not is_mounted(m.path)
+    assert "unmounted" in m.log_text()
+
+
+def test_shutdown_while_the_watcher_waits_is_quiet(fake_factory, mount_factory):
+    """Unmounting while the change watcher's long poll is in flight (the normal state of an idle
+    mount) ends the daemon with exit code 0 and without warnings or errors. The complaint races
+    with the process exit, so the test goes through several mount/unmount cycles."""
+    fake = small_fake(fake_factory)
+    complaints = []
+    for cycle in range(6):
+        before = fake.stats()["routes"].get("files/list_folder/longpoll", 0)
+        m = mount_factory(fake)
+        assert_usable(m)
+        wait_until(lambda: fake.stats()["routes"].get("files/list_folder/longpoll", 0) > before, timeout=15,
+                   message="the change watcher's long poll to start")
+        if cycle % 2 == 0:
+            m.process.send_signal(signal.SIGTERM)
+        else:
+            assert run("fusermount3", "-u", m.path, timeout=15).returncode == 0
+        assert m.process.wait(timeout=15) == 0, m.log_text()
+        assert not is_mounted(m.path)
+        try:
+            assert_clean_shutdown(m)
+        except AssertionError as e:
+            complaints.append(f"cycle {cycle} ({'SIGTERM' if cycle % 2 == 0 else 'fusermount3 -u'}): {e}")
+    assert not complaints, "\n".join(complaints)
+
+
+def test_unmount_while_busy_is_refused_then_works(fake_factory, mount_factory):
+    fake = small_fake(fake_factory)
+    m = mount_factory(fake)
+    holder = open(f"{m.path}/hello.txt", "rb")
+    try:
+        r = run("fusermount3", "-u", m.path, timeout=15)
+        assert r.returncode != 0 and b"busy" in r.stderr
+        assert m.process.poll() is None
+        assert is_mounted(m.path)
+    finally:
+        holder.close()
+    assert run("fusermount3", "-u", m.path, timeout=15).returncode == 0
+    assert m.process.wait(timeout=15) == 0
+
+
+def test_killed_daemon_leaves_a_usable_mount_point(fake_factory, mount_factory):
+    fake = small_fake(fake_factory)
+    m = mount_factory(fake)
+    assert_usable(m)
+    m.process.kill()
+    assert m.process.wait(timeout=15) == -signal.SIGKILL
+    # auto_unmount: fusermount3's helper notices the dead daemon and unmounts.
+    wait_until(lambda: not is_mounted(m.path), timeout=10, message="the mount to go away after kill -9")
+    r = run("ls", "-a", m.path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [b".", b".."]
+    # And a new mount on the same folder works.
+    m2 = mount_factory(fake, mountpoint=m.path)
+    assert_usable(m2)
+    m2.unmount()
+    assert m2.process.returncode == 0
+
+
+def start_in_background(binary, *args, env, timeout=10):
+    """Runs `dropboxfs mount ...` without --foreground, as a shell script would (stdout and stderr
+    captured through pipes), and returns (rc, stdout, stderr). The command must return by itself
+    once the mount is ready; if it has not after `timeout` s, it is killed and the test fails."""
+    p = subprocess.Popen([str(binary), *map(str, args)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        mounted = is_mounted(args[1])
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(
+            f"`dropboxfs {' '.join(map(str, args))}` did not return within {timeout} s "
+            f"(mount ready: {mounted}); output: {out!r} {err!r}")
+    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def test_background_mode(binary, fake_factory, background_mounts, tmp_path):
+    fake = small_fake(fake_factory)
+    mnt = tmp_path / "bg"
+    mnt.mkdir()
+    log = tmp_path / "bg.log"
+    background_mounts.append(mnt)
+    rc, out, err = start_in_background(binary, "mount", mnt, "--log-file", log, env=env_for(fake))
+    assert rc == 0, err
+    assert str(mnt) in out
+    # Mounted as soon as the command returns, no polling needed.
+    assert is_mounted(mnt)
+    assert run("ls", mnt).stdout.split() == [b"folder", b"hello.txt"]
+    assert run("cat", f"{mnt}/folder/inside.txt").stdout == b"inside\n"
+    pids = pids_of_daemon(mnt)
+    assert len(pids) == 1, pids
+    # The daemon runs in its own session, detached from ours.
+    assert os.getsid(pids[0]) == pids[0]
+    r = run("fusermount3", "-u", mnt, timeout=15)
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: process_gone(pids[0]), timeout=15, message="the background daemon to exit")
+    assert not is_mounted(mnt)
+    text = log.read_text(errors="replace")
+    assert "mounted" in text and "unmounted" in text and "[error]" not in text
+
+
+def test_background_mode_reports_failures_with_their_exit_code(binary, fake_factory, background_mounts, tmp_path):
+    fake = small_fake(fake_factory)
+    mnt = tmp_path / "bg"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    rc, out, err = start_in_background(binary, "mount", mnt, "--log-file", tmp_path / "bg.log",
+                                       env=env_for(fake, token="wrong"))
+    assert rc == 4, (rc, err)
+    assert err.startswith("dropboxfs: ") and "rejected" in err
+    assert not is_mounted(mnt)
+    assert pids_of_daemon(mnt) == []
+
+
+def test_background_mode_default_log_file(binary, fake_factory, background_mounts, tmp_path):
+    fake = small_fake(fake_factory)
+    mnt = tmp_path / "bg"
+    mnt.mkdir()
+    cache = tmp_path / "cache"
+    background_mounts.append(mnt)
+    rc, out, err = start_in_background(binary, "mount", mnt, env=env_for(fake, extra={"XDG_CACHE_HOME": str(cache)}))
+    assert rc == 0, err
+    assert run("ls", mnt).stdout.split() == [b"folder", b"hello.txt"]
+    log = cache / "dropboxfs" / "dropboxfs.log"
+    assert log.exists()
+    assert oct(os.stat(cache / "dropboxfs").st_mode & 0o777) == "0o700"
+    pids = pids_of_daemon(mnt)
+    assert run("fusermount3", "-u", mnt, timeout=15).returncode == 0
+    for pid in pids:
+        wait_until(lambda: process_gone(pid), timeout=15, message="the background daemon to exit")
+    assert TOKEN not in log.read_text(errors="replace")
