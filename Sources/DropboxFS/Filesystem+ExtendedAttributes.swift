@@ -1,10 +1,12 @@
 // Extended attributes that expose Dropbox facts about an entry: user.dropbox.id, .rev and
-// .content_hash (files only for the last two). Read-only; setting one answers EROFS in the adapter.
+// .content_hash (files only for the last two). The root also carries user.dropboxfs.status, the
+// sync engine's progress, which `dropboxfs status` reads. Read-only; setting one answers EROFS.
 
 extension Filesystem {
     /// The extended attributes of an inode, in a stable order.
     public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
         let index = try Self.index(inode)
+        if index == MetadataTree.rootIndex { return [("user.dropboxfs.status", syncStatus())] }
         return try state.withLock { (s: inout State) throws(FilesystemError) -> [(name: String, value: String)] in
             guard let node = s.tree.node(index) else { throw .stale }
             var result: [(name: String, value: String)] = []
