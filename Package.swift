@@ -49,7 +49,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "dropboxfs",
-            dependencies: ["DropboxAPI", "DropboxFS", "FUSEAdapter"]
+            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter"]
         ),
         .target(
             name: "DropboxTestSupport",

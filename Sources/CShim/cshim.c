@@ -1,5 +1,6 @@
 // See cshim.h: typed entry points for libcurl's variadic calls.
 #include "cshim.h"
+#include <sys/xattr.h>
 
 CURLcode dbx_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -31,4 +32,7 @@ CURLMcode dbx_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
 }
 CURLSHcode dbx_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
     return curl_share_setopt(share, option, value);
+}
+ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t size) {
+    return getxattr(path, name, value, size);
 }

@@ -1,6 +1,6 @@
-// Where the access token comes from: --access-token-file, else DROPBOXFS_ACCESS_TOKEN. The token is
-// never printed, logged, or put on a command line (child processes get it through the environment
-// or the file).
+// Which credentials a command uses, in this order: --access-token-file, DROPBOXFS_ACCESS_TOKEN, then
+// the sign-in stored by `dropboxfs auth` (a refresh token, renewed access tokens). Tokens are never
+// printed, logged, or put on a command line (child processes read the same file or environment).
 
 import DropboxAPI
 
@@ -8,8 +8,33 @@ import DropboxAPI
     import Glibc
 #endif
 
+/// The credentials in use and where they came from (for `dropboxfs status`).
+struct ResolvedCredentials {
+    var tokens: any AccessTokenProvider
+    var source: String
+}
+
 enum Credentials {
-    static func accessToken(file: String?, environment: [String: String]) throws(CommandFailure) -> String {
+    static func resolve(
+        file: String?, environment: [String: String], endpoints: DropboxEndpoints
+    ) throws(CommandFailure) -> ResolvedCredentials {
+        if let token = try accessToken(file: file, environment: environment) {
+            let source = file.map { "access token from the file \($0)" } ?? "access token from DROPBOXFS_ACCESS_TOKEN"
+            return ResolvedCredentials(tokens: StaticTokenProvider(token: token), source: source)
+        }
+        if let stored = try CredentialStore.load(environment) {
+            let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints)
+            return ResolvedCredentials(
+                tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
+                source: "stored sign-in (\(CredentialStore.path(environment)))")
+        }
+        throw CommandFailure(
+            .credentials,
+            "no Dropbox credentials: run `dropboxfs auth` to sign in, or set DROPBOXFS_ACCESS_TOKEN, or pass --access-token-file FILE")
+    }
+
+    /// The explicitly given access token, nil when neither the file nor the variable is given.
+    static func accessToken(file: String?, environment: [String: String]) throws(CommandFailure) -> String? {
         if let file {
             guard let handle = fopen(file, "r") else {
                 throw CommandFailure(.credentials, "cannot read access token file \(file): \(String(cString: strerror(errno)))")
@@ -30,9 +55,7 @@ enum Credentials {
         if let token = environment["DROPBOXFS_ACCESS_TOKEN"]?.trimmingWhitespace(), !token.isEmpty {
             return token
         }
-        throw CommandFailure(
-            .credentials,
-            "no Dropbox credentials: set DROPBOXFS_ACCESS_TOKEN or pass --access-token-file FILE")
+        return nil
     }
 }
 

@@ -5,17 +5,48 @@ enum Help {
         dropboxfs: your Dropbox account as a read-only folder (FUSE).
 
         Usage:
+          dropboxfs auth --app-key KEY             sign in (once); stores a refresh token privately
+          dropboxfs auth --sign-out                revoke and delete the stored sign-in
           dropboxfs mount [MOUNTPOINT] [options]   mount the account (default MOUNTPOINT: ~/dropbox)
+          dropboxfs status                         account, space, credentials and active mounts
           dropboxfs --help                         this text
-          dropboxfs mount --help                   every mount option
+          dropboxfs COMMAND --help                 the options of a command
 
         Unmount with `fusermount3 -u MOUNTPOINT` (or Ctrl-C when mounted with --foreground).
 
-        Credentials: an access token in DROPBOXFS_ACCESS_TOKEN or a file given with --access-token-file
-        (the app console's "Generate" button makes one).
+        Credentials, first found wins: --access-token-file FILE, DROPBOXFS_ACCESS_TOKEN (a token from
+        the app console's "Generate" button), then the sign-in stored by `dropboxfs auth` in
+        $XDG_CONFIG_HOME/dropboxfs/credentials.json (default ~/.config/dropboxfs).
 
         Exit codes: 0 ok, 1 other failure, 2 bad command line, 3 mount point problem,
         4 missing or rejected credentials, 5 Dropbox unreachable, 6 FUSE unavailable.
+        """
+
+    static let auth = """
+        Usage: dropboxfs auth [--app-key KEY] [--code CODE]
+               dropboxfs auth --sign-out
+
+        Signs in with OAuth 2 and PKCE: prints an address to open in a browser, then reads the code
+        Dropbox shows (from the terminal, or from standard input for scripts) and stores the app key and
+        a refresh token in $XDG_CONFIG_HOME/dropboxfs/credentials.json (folder 0700, file 0600).
+        Scopes asked for: account_info.read files.metadata.read files.content.read.
+
+        Options:
+          --app-key KEY     your Dropbox app's key (default $DROPBOXFS_APP_KEY, or the stored one)
+          --code CODE       the code, instead of reading it from standard input
+          --api-url URL     API base URL (default $DROPBOXFS_API_URL or https://api.dropboxapi.com)
+          --oauth-url URL   authorize page base URL (default $DROPBOXFS_OAUTH_URL or
+                            https://www.dropbox.com)
+          --sign-out        revoke the stored sign-in at Dropbox and delete it here
+          -h, --help        this text
+        """
+
+    static let status = """
+        Usage: dropboxfs status [--access-token-file FILE] [--api-url URL]
+
+        Shows the signed-in account (name, email), space used and allocated, which credentials are in
+        use, and every active dropboxfs mount with its sync progress. Exit code 4 without working
+        credentials, 5 when Dropbox cannot be reached.
         """
 
     static let mount = """
@@ -31,7 +62,8 @@ enum Help {
           --allow-other               let other users see the mount (needs user_allow_other in
                                       /etc/fuse.conf when not root)
           --allow-non-empty           mount over a folder that is not empty
-          --access-token-file FILE    read the access token from FILE (default: $DROPBOXFS_ACCESS_TOKEN)
+          --access-token-file FILE    read the access token from FILE (default: $DROPBOXFS_ACCESS_TOKEN,
+                                      then the sign-in stored by `dropboxfs auth`)
           --api-url URL               Dropbox API base URL (default $DROPBOXFS_API_URL or
                                       https://api.dropboxapi.com)
           --content-url URL           content base URL (default $DROPBOXFS_CONTENT_URL or

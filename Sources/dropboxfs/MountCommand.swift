@@ -50,10 +50,11 @@ enum MountCommand {
         let mountpoint = try MountPointChecks.validate(
             configuration.mountpoint, isDefault: configuration.mountpointIsDefault,
             allowNonEmpty: configuration.allowNonEmpty)
-        let token = try Credentials.accessToken(
-            file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment)
-        let client = DropboxHTTPClient(endpoints: configuration.endpoints, tokens: StaticTokenProvider(token: token))
-        let account = try verify(client, endpoints: configuration.endpoints)
+        let credentials = try Credentials.resolve(
+            file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment,
+            endpoints: configuration.endpoints)
+        let client = DropboxHTTPClient(endpoints: configuration.endpoints, tokens: credentials.tokens)
+        let account = try AccountCheck.verify(client, endpoints: configuration.endpoints)
 
         if !configuration.foreground && !Daemon.isChild {
             try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())
@@ -87,26 +88,6 @@ enum MountCommand {
         }
         Log.info("unmounted \(mountpoint)")
         return .success
-    }
-
-    /// Checks the token and the server with users/get_current_account before mounting.
-    private static func verify(_ client: DropboxHTTPClient, endpoints: DropboxEndpoints) throws(CommandFailure) -> FullAccount {
-        do {
-            return try runBlocking { try await client.getCurrentAccount() }
-        } catch let error as DropboxError {
-            switch error {
-            case .authentication(let failure):
-                throw CommandFailure(.credentials, "Dropbox rejected the credentials: \(DropboxError.authentication(failure))")
-            case .transport(let failure):
-                throw CommandFailure(.unreachable, "cannot reach Dropbox at \(endpoints.api): \(failure.message)")
-            case .badRequest(let message):
-                throw CommandFailure(.credentials, "Dropbox refused the request: \(message)")
-            default:
-                throw CommandFailure(.unreachable, "Dropbox at \(endpoints.api) did not answer properly: \(error)")
-            }
-        } catch {
-            throw CommandFailure(.failure, "\(error)")
-        }
     }
 }
 

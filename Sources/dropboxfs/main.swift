@@ -21,6 +21,10 @@ func run(_ arguments: [String]) -> ExitCode {
             return .success
         case "mount":
             return try MountCommand.run(Array(arguments.dropFirst()))
+        case "auth":
+            return try AuthCommand.run(Array(arguments.dropFirst()))
+        case "status":
+            return try StatusCommand.run(Array(arguments.dropFirst()))
         default:
             throw CommandFailure(.usage, "unknown command '\(command)' (see dropboxfs --help)")
         }

@@ -1,8 +1,9 @@
-// Wrappers for libcurl's variadic functions (curl_easy_setopt, curl_easy_getinfo, curl_multi_setopt),
-// which Swift cannot call directly: one wrapper per argument kind. Nothing else belongs here.
+// Wrappers for C functions Swift cannot call: libcurl's variadic curl_easy_setopt, curl_easy_getinfo,
+// curl_multi_setopt (one wrapper per argument kind), and getxattr, which Glibc's module leaves out.
 #ifndef DROPBOXFS_CSHIM_H
 #define DROPBOXFS_CSHIM_H
 #include <curl/curl.h>
+#include <sys/types.h>
 
 CURLcode dbx_easy_setopt_long(CURL *handle, CURLoption option, long value);
 CURLcode dbx_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value);
@@ -15,5 +16,8 @@ CURLcode dbx_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode dbx_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **value);
 CURLMcode dbx_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 CURLSHcode dbx_share_setopt_long(CURLSH *share, CURLSHoption option, long value);
+
+// getxattr(2): <sys/xattr.h> is not part of Swift's Glibc module.
+ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t size);
 
 #endif

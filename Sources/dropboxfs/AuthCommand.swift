@@ -1,0 +1,98 @@
+// `dropboxfs auth`: sign in with OAuth 2 + PKCE (no client secret; dropbox-api.md §6). It prints
+// the authorize URL, reads the code the user pastes (or the code from stdin, for scripts),
+// exchanges it for a refresh token and stores it privately. `--sign-out` revokes the sign-in at
+// Dropbox and deletes the stored file.
+
+import DropboxAPI
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum AuthCommand {
+    static let spec = ArgumentSpec(
+        valued: ["app-key": "app-key", "code": "code", "api-url": "api-url", "oauth-url": "oauth-url"],
+        switches: ["sign-out": "sign-out", "h": "help", "help": "help"])
+
+    static func run(_ arguments: [String]) throws -> ExitCode {
+        let parsed = try spec.parse(arguments)
+        if parsed.has("help") {
+            printOut(Help.auth)
+            return .success
+        }
+        guard parsed.positionals.isEmpty else { throw UsageError(description: "auth takes no arguments (see auth --help)") }
+        let environment = ProcessInfo.processInfo.environment
+        var endpoints = DropboxEndpoints.fromEnvironment(environment)
+        if let url = parsed.value("api-url") { endpoints.api = url }
+        if let url = parsed.value("oauth-url") { endpoints.oauth = url }
+        endpoints = DropboxEndpoints(api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
+        if parsed.has("sign-out") { return try signOut(environment: environment, endpoints: endpoints) }
+
+        let stored = try? CredentialStore.load(environment)
+        guard let appKey = parsed.value("app-key") ?? environment["DROPBOXFS_APP_KEY"].flatMap({ $0.isEmpty ? nil : $0 })
+            ?? stored?.appKey
+        else {
+            throw UsageError(
+                description: "auth needs your Dropbox app key: --app-key KEY (or DROPBOXFS_APP_KEY); see README.md, \"Sign in\"")
+        }
+        let oauth = OAuthClient(appKey: appKey, endpoints: endpoints)
+        let pkce: PKCE
+        do { pkce = try PKCE() } catch { throw CommandFailure(.failure, "\(error)") }
+
+        let code: String
+        if let given = parsed.value("code") {
+            code = given
+        } else {
+            printOut("1. Open this address in a browser and allow dropboxfs to read your Dropbox:")
+            printOut("   " + oauth.authorizeURL(pkce: pkce))
+            printOut("2. Paste the code Dropbox shows you, then press Enter:")
+            guard let line = readLine(strippingNewline: true)?.trimmingWhitespace(), !line.isEmpty else {
+                throw CommandFailure(.credentials, "no code was entered")
+            }
+            code = line
+        }
+
+        let grant: TokenGrant
+        do {
+            grant = try runBlocking { try await oauth.exchange(code: code, pkce: pkce) }
+        } catch let error as DropboxError {
+            if case .oauth(let kind, _) = error, kind == "invalid_grant" {
+                throw CommandFailure(.credentials, "Dropbox did not accept the code (expired, already used, or mistyped): run `dropboxfs auth` again")
+            }
+            throw AccountCheck.failure(error, endpoints: endpoints)
+        }
+        guard let refreshToken = grant.refreshToken, !refreshToken.isEmpty else {
+            throw CommandFailure(.credentials, "Dropbox returned no refresh token (the app must allow offline access)")
+        }
+        let client = DropboxHTTPClient(endpoints: endpoints, tokens: StaticTokenProvider(token: grant.accessToken))
+        let account = try AccountCheck.verify(client, endpoints: endpoints)
+        try CredentialStore.save(
+            StoredCredentials(appKey: appKey, refreshToken: refreshToken, accountId: account.accountId, email: account.email),
+            environment)
+        printOut("Signed in as \(account.displayName) <\(account.email)>.")
+        printOut("Credentials saved to \(CredentialStore.path(environment)); mount with: dropboxfs mount")
+        return .success
+    }
+
+    private static func signOut(environment: [String: String], endpoints: DropboxEndpoints) throws -> ExitCode {
+        guard let stored = try CredentialStore.load(environment) else {
+            printOut("Not signed in (no \(CredentialStore.path(environment))).")
+            return .success
+        }
+        let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints)
+        let client = DropboxHTTPClient(
+            endpoints: endpoints, tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth))
+        var revoked = true
+        do {
+            // Revoking an access token made from the refresh token revokes the refresh token too.
+            try runBlocking { try await client.revokeToken() }
+        } catch {
+            revoked = false
+            printError("could not revoke the sign-in at Dropbox (\(error)); deleting it here anyway")
+        }
+        CredentialStore.delete(environment)
+        printOut(revoked ? "Signed out: the sign-in was revoked and deleted." : "Signed out locally.")
+        return revoked ? .success : .unreachable
+    }
+}

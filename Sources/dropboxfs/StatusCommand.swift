@@ -1,0 +1,95 @@
+// `dropboxfs status`: who is signed in, how full the account is, which credentials are in use, and
+// the active dropboxfs mounts with their sync progress (read from each mount's root
+// `user.dropboxfs.status` attribute, so no socket or state file is needed).
+
+import CShim
+import DropboxAPI
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum StatusCommand {
+    static let spec = ArgumentSpec(
+        valued: ["access-token-file": "access-token-file", "api-url": "api-url"],
+        switches: ["h": "help", "help": "help"])
+
+    static func run(_ arguments: [String]) throws -> ExitCode {
+        let parsed = try spec.parse(arguments)
+        if parsed.has("help") {
+            printOut(Help.status)
+            return .success
+        }
+        let environment = ProcessInfo.processInfo.environment
+        var endpoints = DropboxEndpoints.fromEnvironment(environment)
+        if let url = parsed.value("api-url") {
+            endpoints = DropboxEndpoints(api: url, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
+        }
+        var result = ExitCode.success
+        do {
+            let credentials = try Credentials.resolve(
+                file: parsed.value("access-token-file"), environment: environment, endpoints: endpoints)
+            printOut("credentials: \(credentials.source)")
+            let client = DropboxHTTPClient(endpoints: endpoints, tokens: credentials.tokens)
+            let account = try AccountCheck.verify(client, endpoints: endpoints)
+            printOut("account:     \(account.displayName) <\(account.email)> (\(account.accountType))")
+            if let usage = try? runBlocking({ try await client.getSpaceUsage() }) {
+                printOut("space:       \(spaceLine(usage))")
+            } else {
+                printOut("space:       unavailable")
+            }
+        } catch {
+            // Every call above throws CommandFailure only.
+            printError(error.message)
+            result = error.code
+        }
+        let mounts = mountedDropboxfs()
+        if mounts.isEmpty {
+            printOut("mounts:      none")
+        } else {
+            for mount in mounts {
+                printOut("mount:       \(mount) \(readStatus(mount) ?? "(status unavailable)")")
+            }
+        }
+        return result
+    }
+
+    static func spaceLine(_ usage: SpaceUsage) -> String {
+        let used = usage.effectiveUsed
+        guard let limit = usage.effectiveLimit, limit > 0 else { return "\(formatBytes(used)) used" }
+        let percent = Double(used) * 100 / Double(limit)
+        return "\(formatBytes(used)) used of \(formatBytes(limit)) (\(String(format: "%.1f", percent))%)"
+    }
+
+    static func formatBytes(_ bytes: UInt64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    /// Mount points of type fuse.dropboxfs, from /proc/self/mountinfo.
+    static func mountedDropboxfs() -> [String] {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+        var result: [String] = []
+        for line in text.split(separator: "\n") {
+            let halves = line.components(separatedBy: " - ")
+            guard halves.count == 2, halves[1].hasPrefix("fuse.dropboxfs ") else { continue }
+            let fields = halves[0].split(separator: " ")
+            if fields.count > 4 { result.append(MountPointChecks.unescapeMountField(String(fields[4]))) }
+        }
+        return result
+    }
+
+    static func readStatus(_ mountpoint: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = dbx_getxattr(mountpoint, "user.dropboxfs.status", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
