@@ -2,9 +2,10 @@
 // metadata with optional parts, unknown fields and nulls; listings with an undecodable entry;
 // accounts; space usage for individuals and teams; the download result header.
 
-@testable import DropboxAPI
 import Foundation
 import Testing
+
+@testable import DropboxAPI
 
 private func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
     try JSONDecoder().decode(T.self, from: Data(json.utf8))
@@ -149,7 +150,9 @@ private func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
     @Test func emptyListingAndLongpoll() throws {
         let result = try decode(ListFolderResult.self, #"{"entries":[],"cursor":"c","has_more":false}"#)
         #expect(result.entries.isEmpty && !result.hasMore && result.undecodableEntries == 0)
-        #expect(try decode(LongpollResult.self, #"{"changes":true,"backoff":60}"#) == LongpollResult(changes: true, backoff: 60))
+        #expect(
+            try decode(LongpollResult.self, #"{"changes":true,"backoff":60}"#)
+                == LongpollResult(changes: true, backoff: 60))
         #expect(try decode(LongpollResult.self, #"{"changes":false}"#) == LongpollResult(changes: false))
         #expect(try decode(LongpollResult.self, #"{"changes":false,"backoff":null}"#) == LongpollResult(changes: false))
     }
@@ -184,7 +187,8 @@ private func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
             FullAccount.self,
             json.replacingOccurrences(
                 of: #"{".tag":"user","root_namespace_id":"3235641","home_namespace_id":"3235641"}"#,
-                with: #"{".tag":"team","root_namespace_id":"777","home_namespace_id":"3235641","home_path":"/Franz Ferdinand"}"#
+                with:
+                    #"{".tag":"team","root_namespace_id":"777","home_namespace_id":"3235641","home_path":"/Franz Ferdinand"}"#
             ).replacingOccurrences(of: #"{".tag":"basic"}"#, with: #"{".tag":"business"}"#))
         #expect(team.accountType == "business")
         #expect(team.rootInfo.tag == "team")
@@ -209,7 +213,8 @@ private func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
         #expect(
             team
                 == SpaceUsage(
-                    used: 314_159_265, allocation: .team(used: 27_182_818_284, allocated: 100_000_000_000, userLimit: 0)))
+                    used: 314_159_265, allocation: .team(used: 27_182_818_284, allocated: 100_000_000_000, userLimit: 0)
+                ))
         #expect(team.effectiveLimit == 100_000_000_000)
         #expect(team.effectiveUsed == 27_182_818_284)
 
@@ -226,7 +231,8 @@ private func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
              "scope":"account_info.read files.content.read files.metadata.read","account_id":"dbid:x","uid":"12345"}
             """)
         #expect(grant.accessToken == "sl.abc" && grant.expiresIn == 14400 && grant.refreshToken == "rt")
-        let refreshed = try decode(TokenGrant.self, #"{"access_token":"sl.def","token_type":"bearer","expires_in":14400}"#)
+        let refreshed = try decode(
+            TokenGrant.self, #"{"access_token":"sl.def","token_type":"bearer","expires_in":14400}"#)
         #expect(refreshed.refreshToken == nil)
     }
 }

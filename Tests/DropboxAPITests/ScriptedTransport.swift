@@ -5,7 +5,7 @@ import DropboxAPI
 import Synchronization
 
 final class ScriptedTransport: HTTPTransport {
-    typealias Handler = @Sendable (HTTPRequest, Int) throws(DropboxError) -> HTTPResponse
+    typealias Handler = @Sendable (HTTPRequest, Int) async throws(DropboxError) -> HTTPResponse
 
     /// Requests received, in order (guarded by the mutex).
     private let received = Mutex<[HTTPRequest]>([])
@@ -28,7 +28,7 @@ final class ScriptedTransport: HTTPTransport {
             list.append(request)
             return list.count - 1
         }
-        return try handler(request, index)
+        return try await handler(request, index)
     }
 }
 

@@ -41,22 +41,26 @@ public struct OAuthClient: Sendable {
 
     /// Exchanges the code shown to the user for tokens (a refresh token included).
     public func exchange(code: String, pkce: PKCE) async throws(DropboxError) -> TokenGrant {
-        try await requestToken(isRefresh: false, [
-            ("grant_type", "authorization_code"),
-            ("code", code.trimmingSpaces),
-            ("client_id", appKey),
-            ("code_verifier", pkce.verifier),
-        ])
+        try await requestToken(
+            isRefresh: false,
+            [
+                ("grant_type", "authorization_code"),
+                ("code", code.trimmingSpaces),
+                ("client_id", appKey),
+                ("code_verifier", pkce.verifier),
+            ])
     }
 
     /// A new access token for `refreshToken`. A revoked refresh token gives
     /// `.authentication(.noCredentials(...))`, telling the user to sign in again.
     public func refresh(refreshToken: String) async throws(DropboxError) -> TokenGrant {
-        try await requestToken(isRefresh: true, [
-            ("grant_type", "refresh_token"),
-            ("refresh_token", refreshToken),
-            ("client_id", appKey),
-        ])
+        try await requestToken(
+            isRefresh: true,
+            [
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refreshToken),
+                ("client_id", appKey),
+            ])
     }
 
     private func requestToken(isRefresh: Bool, _ form: [(String, String)]) async throws(DropboxError) -> TokenGrant {

@@ -12,6 +12,9 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
         var token: String?
         /// When `token` stops working; nil when unknown (treated as valid until rejected).
         var expiresAt: ContinuousClock.Instant?
+        /// How long before `expiresAt` to renew: the margin, or half the token's lifetime when
+        /// that is shorter (else a token living under the margin would be renewed on every call).
+        var renewBefore: Duration = .zero
         /// The refresh in flight, shared by every caller that waits for a token.
         var refreshing: Refresh?
         /// Completed refreshes, for tests and status output.
@@ -40,13 +43,14 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
         self.clock = clock
         self.margin = margin
         let expiresAt = initialAccessToken == nil ? nil : expiresIn.map { clock.now + $0 }
-        state = Mutex(State(token: initialAccessToken, expiresAt: expiresAt))
+        state = Mutex(
+            State(token: initialAccessToken, expiresAt: expiresAt, renewBefore: Self.renewBefore(expiresIn, margin: margin)))
     }
 
     public func accessToken() async throws(DropboxError) -> String {
         let now = clock.now
         let next = state.withLock { s -> Next in
-            if let token = s.token, s.expiresAt.map({ now + margin < $0 }) ?? true { return .ready(token) }
+            if let token = s.token, s.expiresAt.map({ now + s.renewBefore < $0 }) ?? true { return .ready(token) }
             return .wait(s.refreshing ?? startRefresh(&s))
         }
         switch next {
@@ -83,6 +87,11 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
     }
 
     /// Refreshes completed so far.
+    static func renewBefore(_ lifetime: Duration?, margin: Duration) -> Duration {
+        guard let lifetime else { return margin }
+        return min(margin, lifetime / 2)
+    }
+
     public var refreshCount: Int { state.withLock { $0.refreshCount } }
 
     /// Starts the one refresh; called with the lock held, stores itself in `s.refreshing`.
@@ -101,6 +110,7 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
                 case .success(let grant):
                     s.token = grant.accessToken
                     s.expiresAt = grant.expiresIn.map { now + .seconds($0) }
+                    s.renewBefore = Self.renewBefore(grant.expiresIn.map { .seconds($0) }, margin: margin)
                     s.refreshCount += 1
                     return .success(grant.accessToken)
                 case .failure(let error):

@@ -5,7 +5,8 @@ public enum Backoff {
     /// the ceiling is `baseDelay * 2^(failure-1)` capped at `maxDelay`, and the wait lies in the
     /// upper half of it ("equal jitter"), so it never collapses to zero.
     public static func delay(afterFailure failure: Int, random: Double, policy: RetryPolicy) -> Duration {
-        let base = nanoseconds(policy.baseDelay), cap = nanoseconds(policy.maxDelay)
+        let base = nanoseconds(policy.baseDelay)
+        let cap = nanoseconds(policy.maxDelay)
         let doublings = min(max(failure - 1, 0), 62)
         let (scaled, overflow) = base.multipliedReportingOverflow(by: Int64(1) << doublings)
         let ceiling = overflow ? cap : min(scaled, cap)

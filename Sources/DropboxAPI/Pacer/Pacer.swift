@@ -23,6 +23,7 @@ public final class Pacer: Sendable {
     public let policy: RetryPolicy
     private let sleeper: any Sleeper
     private let random: @Sendable () -> Double
+    /// Slots, waiters and the pause: every access holds this mutex.
     private let state = Mutex(State())
 
     public init(
@@ -151,6 +152,6 @@ public final class Pacer: Sendable {
 
     private static func seconds(_ d: Duration) -> String {
         let ms = Backoff.nanoseconds(d) / 1_000_000
-        return "\(ms / 1000).\(String(ms % 1000 / 100)) s"
+        return ms < 1000 ? "\(ms) ms" : "\(ms / 1000).\(String(ms % 1000 / 100)) s"
     }
 }

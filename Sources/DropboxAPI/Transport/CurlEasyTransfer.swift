@@ -1,6 +1,7 @@
 // One transfer inside CurlMultiLoop: builds the easy handle from an HTTPRequest, collects the
-// status, header lines and body through libcurl's callbacks, and resumes the caller exactly once.
-// An instance is created, used and freed on the loop thread only.
+// status, header lines and body through libcurl's callbacks, notes when bytes last arrived (for
+// the loop's stall watchdog), and resumes the caller exactly once. An instance is created, used
+// and freed on the loop thread only.
 
 import CCurl
 import CShim
@@ -14,6 +15,9 @@ final class CurlEasyTransfer {
     private let bytesSent: Int
     private let maxBodyBytes: Int
     private let started = ContinuousClock.now
+    private let stallLimit: Duration?
+    /// When the last header or body bytes arrived (the start, before any).
+    private var lastActivity = ContinuousClock.now
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private var responseHeaders: [HTTPHeader] = []
@@ -28,6 +32,7 @@ final class CurlEasyTransfer {
         method = item.request.method
         route = item.request.route
         bytesSent = item.request.body.count
+        stallLimit = item.request.timeouts.stall
         self.maxBodyBytes = maxBodyBytes
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
@@ -47,7 +52,8 @@ final class CurlEasyTransfer {
         }
         let transfer = CurlEasyTransfer(item, handle: handle, maxBodyBytes: configuration.maxBodyBytes)
         if let failure = transfer.configure(item.request, configuration) {
-            return .failure(.transport(TransportError(kind: .other, message: "could not set up the request: \(failure)")))
+            return .failure(
+                .transport(TransportError(kind: .other, message: "could not set up the request: \(failure)")))
         }
         return .success(transfer)
     }
@@ -69,15 +75,11 @@ final class CurlEasyTransfer {
         check(dbx_easy_setopt_ptr(handle, CURLOPT_WRITEDATA, me), "writedata")
         check(dbx_easy_setopt_write_cb(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader), "headerfunction")
         check(dbx_easy_setopt_ptr(handle, CURLOPT_HEADERDATA, me), "headerdata")
-        check(dbx_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.timeouts.connect)), "connect timeout")
+        check(
+            dbx_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.timeouts.connect)),
+            "connect timeout")
         if let total = request.timeouts.total {
             check(dbx_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(total)), "timeout")
-        }
-        if let stall = request.timeouts.stall {
-            // Below 1 byte per second for `stall` (whole seconds, at least 1) counts as stalled.
-            let seconds = max(1, (Self.milliseconds(stall) + 999) / 1000)
-            check(dbx_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1), "low_speed_limit")
-            check(dbx_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds), "low_speed_time")
         }
         if let ca = configuration.caBundlePath {
             check(dbx_easy_setopt_str(handle, CURLOPT_CAINFO, ca), "cainfo")
@@ -125,7 +127,14 @@ final class CurlEasyTransfer {
 
     // MARK: callbacks (loop thread)
 
+    /// The instant this transfer counts as stalled unless more bytes arrive; nil without a limit.
+    /// (libcurl's own low-speed check averages over about five seconds, so it fires that much late.)
+    var stallDeadline: ContinuousClock.Instant? { stallLimit.map { lastActivity + $0 } }
+
+    var stallDescription: String { stallLimit.map { Self.format($0) } ?? "-" }
+
     fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastActivity = .now
         guard body.count + bytes.count <= maxBodyBytes else {
             bodyTooLarge = true
             return false
@@ -135,6 +144,7 @@ final class CurlEasyTransfer {
     }
 
     fileprivate func appendHeaderLine(_ bytes: UnsafeRawBufferPointer) {
+        lastActivity = .now
         guard let line = HeaderLine(bytes) else { return }
         switch line {
         case .statusLine:
@@ -170,11 +180,20 @@ final class CurlEasyTransfer {
         let headers = HTTPHeaders(responseHeaders)
         if Log.isEnabled(.debug) {
             let requestId = headers["X-Dropbox-Request-Id"] ?? "-"
+            var connects = 0
+            _ = dbx_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
             Log.debug(
                 "\(method.rawValue) \(route) -> \(status) request-id \(requestId), \(Self.format(elapsed)), "
-                    + "sent \(bytesSent) B, received \(body.count) B")
+                    + "sent \(bytesSent) B, received \(body.count) B, \(connects > 0 ? "new" : "reused") connection")
         }
         finish(.success(HTTPResponse(status: status, headers: headers, body: body)))
+    }
+
+    /// Ends the transfer before libcurl did (stall, cancellation, shutdown).
+    func abandon(_ kind: TransportError.Kind, _ message: String) {
+        Log.debug(
+            "\(method.rawValue) \(route) abandoned after \(Self.format(ContinuousClock.now - started)): \(message)")
+        finish(.failure(.transport(TransportError(kind: kind, message: message))))
     }
 
     /// Resumes the caller; later calls do nothing.
@@ -197,7 +216,8 @@ enum HeaderLine: Equatable {
     case field(HTTPHeader)
 
     init?(_ raw: UnsafeRawBufferPointer) {
-        var start = raw.startIndex, end = raw.endIndex
+        var start = raw.startIndex
+        var end = raw.endIndex
         func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D || c == 0x0A }
         while start < end, isSpace(raw[start]) { start += 1 }
         while end > start, isSpace(raw[end - 1]) { end -= 1 }

@@ -1,7 +1,7 @@
 // The thread behind CurlTransport: a queue of submitted transfers (guarded by `state`), and one
-// thread that moves them into a curl_multi handle, drives it with curl_multi_poll, and resumes each
-// caller's continuation when its transfer ends. Other threads only touch the queue and call
-// curl_multi_wakeup, which libcurl documents as safe from any thread.
+// thread that moves them into a curl_multi handle, drives it with curl_multi_poll, ends transfers
+// that stall, and resumes each caller's continuation when its transfer ends. Other threads only
+// touch the queue and call curl_multi_wakeup, which libcurl documents as safe from any thread.
 
 import CCurl
 import CShim
@@ -32,6 +32,7 @@ final class CurlMultiLoop: Sendable {
         let raw: UnsafeMutableRawPointer
     }
 
+    /// The queue, cancellations and shutdown flag: every access holds this mutex.
     private let state = Mutex(State())
     private let nextId = Atomic<UInt64>(1)
     private let multi: MultiHandle
@@ -58,7 +59,7 @@ final class CurlMultiLoop: Sendable {
                     curl_multi_wakeup(multi.raw)
                     return true
                 }
-                if !accepted { completion.resume(returning: .failure(Self.cancelledError)) }
+                if !accepted { completion.resume(returning: .failure(DropboxError.cancelled)) }
             }
         } onCancel: {
             cancel(id)
@@ -82,10 +83,8 @@ final class CurlMultiLoop: Sendable {
             if s.multiAlive { curl_multi_wakeup(multi.raw) }
             return nil
         }
-        queued?.completion.resume(returning: .failure(Self.cancelledError))
+        queued?.completion.resume(returning: .failure(DropboxError.cancelled))
     }
-
-    static let cancelledError = DropboxError.cancelled
 
     // MARK: the loop thread
 
@@ -106,13 +105,14 @@ final class CurlMultiLoop: Sendable {
             for (handle, transfer) in active where cancelled.contains(transfer.id) {
                 active[handle] = nil
                 curl_multi_remove_handle(multi.raw, handle)
-                transfer.finish(.failure(Self.cancelledError))
+                transfer.abandon(.cancelled, "request cancelled")
             }
             if stopping {
                 for (handle, transfer) in active {
                     curl_multi_remove_handle(multi.raw, handle)
-                    transfer.finish(.failure(Self.cancelledError))
+                    transfer.abandon(.cancelled, "transport shut down")
                 }
+                active.removeAll()  // frees the easy handles before their multi handle
                 state.withLock { s in
                     s.multiAlive = false
                     curl_multi_cleanup(multi.raw)
@@ -122,9 +122,37 @@ final class CurlMultiLoop: Sendable {
             var running: Int32 = 0
             curl_multi_perform(multi.raw, &running)
             collectFinished(from: &active)
+            let nextStall = endStalled(in: &active)
             var ready: Int32 = 0
-            curl_multi_poll(multi.raw, nil, 0, 1000, &ready)
+            curl_multi_poll(multi.raw, nil, 0, Self.pollMilliseconds(until: nextStall), &ready)
         }
+    }
+
+    /// Fails transfers that received nothing within their stall limit; returns the earliest
+    /// stall deadline of those still running.
+    private func endStalled(in active: inout [UnsafeMutableRawPointer: CurlEasyTransfer]) -> ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        var next: ContinuousClock.Instant?
+        for (handle, transfer) in active {
+            guard let deadline = transfer.stallDeadline else { continue }
+            if deadline <= now {
+                active[handle] = nil
+                curl_multi_remove_handle(multi.raw, handle)
+                transfer.abandon(.timeout, "no data received for \(transfer.stallDescription)")
+            } else if next.map({ deadline < $0 }) ?? true {
+                next = deadline
+            }
+        }
+        return next
+    }
+
+    /// How long curl_multi_poll may wait: at most a second, and no later than the next stall
+    /// deadline (libcurl shortens it further for its own timers).
+    private static func pollMilliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
+        guard let deadline else { return 1000 }
+        let (seconds, attoseconds) = (deadline - .now).components
+        let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1
+        return Int32(min(max(ms, 1), 1000))
     }
 
     private func start(_ item: Submitted, into active: inout [UnsafeMutableRawPointer: CurlEasyTransfer]) {

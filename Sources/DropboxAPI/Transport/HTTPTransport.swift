@@ -44,7 +44,8 @@ public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     public func contains(_ name: String) -> Bool { self[name] != nil }
 
     static func sameName(_ a: String, _ b: String) -> Bool {
-        let x = a.utf8, y = b.utf8
+        let x = a.utf8
+        let y = b.utf8
         guard x.count == y.count else { return false }
         return zip(x, y).allSatisfy { lowerASCII($0) == lowerASCII($1) }
     }

@@ -1,0 +1,158 @@
+// Status plus body to DropboxError (dropbox-api.md §4), as a table: every envelope of the doc,
+// nested and bare-string union members, the 429 variants, and bodies that are not what they claim.
+
+import Testing
+
+@testable import DropboxAPI
+
+@Suite struct ErrorDecodingTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var status: Int
+        var body: String
+        var json: Bool = true
+        var headers: [(String, String)] = []
+        var expected: DropboxError
+        var testDescription: String { "\(status) \(body.prefix(60))" }
+    }
+
+    static let cases: [Case] = [
+        Case(
+            status: 400, body: #"Error in call to API function "files/list_folder": request body: path: bad"#,
+            json: false,
+            expected: .badRequest(
+                message: #"Error in call to API function "files/list_folder": request body: path: bad"#)),
+        Case(
+            status: 401, body: #"{"error_summary":"expired_access_token/..","error":{".tag":"expired_access_token"}}"#,
+            expected: .authentication(.expiredAccessToken)),
+        Case(
+            status: 401, body: #"{"error_summary":"invalid_access_token/...","error":{".tag":"invalid_access_token"}}"#,
+            expected: .authentication(.invalidAccessToken)),
+        Case(
+            status: 401,
+            body:
+                #"{"error_summary": "missing_scope/", "error": {".tag": "missing_scope", "required_scope": "files.metadata.read"}}"#,
+            expected: .authentication(.missingScope("files.metadata.read"))),
+        Case(
+            status: 401, body: #"{"error_summary":"user_suspended/","error":{".tag":"user_suspended"}}"#,
+            expected: .authentication(.userSuspended)),
+        Case(
+            status: 401, body: #"{"error_summary":"route_access_denied/..","error":{".tag":"route_access_denied"}}"#,
+            expected: .authentication(.other("route_access_denied"))),
+        Case(
+            status: 401, body: "Unauthorized", json: false, expected: .malformedResponse("401 without a JSON AuthError")
+        ),
+        Case(
+            status: 403, body: #"{"error_summary":"no_permission/..","error":{".tag":"no_permission"}}"#,
+            expected: .accessDenied(tag: "no_permission")),
+        Case(
+            status: 403,
+            body:
+                #"{"error_summary":"paper_access_denied/not_paper_user/","error":{".tag":"paper_access_denied","paper_access_denied":{".tag":"not_paper_user"}}}"#,
+            expected: .accessDenied(tag: "paper_access_denied")),
+        Case(
+            status: 409,
+            body: #"{"error_summary":"path/not_found/..","error":{".tag":"path","path":{".tag":"not_found"}}}"#,
+            expected: .lookup(.notFound)),
+        Case(
+            status: 409,
+            body: #"{"error_summary":"path/not_folder/.","error":{".tag":"path","path":{".tag":"not_folder"}}}"#,
+            expected: .lookup(.notFolder)),
+        Case(
+            status: 409, body: #"{"error_summary":"path/not_file/","error":{".tag":"path","path":"not_file"}}"#,
+            expected: .lookup(.notFile)),
+        Case(
+            status: 409,
+            body:
+                #"{"error_summary":"path/malformed_path/...","error":{".tag":"path","path":{".tag":"malformed_path","malformed_path":"bad"}}}"#,
+            expected: .lookup(.malformedPath)),
+        Case(
+            status: 409,
+            body:
+                #"{"error_summary":"path/restricted_content/..","error":{".tag":"path","path":{".tag":"restricted_content"}}}"#,
+            expected: .lookup(.restrictedContent)),
+        Case(
+            status: 409, body: #"{"error_summary":"path/locked/..","error":{".tag":"path","path":{".tag":"locked"}}}"#,
+            expected: .lookup(.locked)),
+        Case(
+            status: 409, body: #"{"error_summary":"path/weird/..","error":{".tag":"path","path":{".tag":"weird"}}}"#,
+            expected: .lookup(.other("weird"))),
+        Case(
+            status: 409,
+            body:
+                #"{"error_summary":"path_lookup/not_found/..","error":{".tag":"path_lookup","path_lookup":{".tag":"not_found"}}}"#,
+            expected: .lookup(.notFound)),
+        Case(
+            status: 409, body: #"{"error_summary":"reset/..","error":{".tag":"reset"}}"#, expected: .cursorReset),
+        Case(
+            status: 409, body: #"{"error_summary":"unsupported_file/.","error":{".tag":"unsupported_file"}}"#,
+            expected: .unsupportedFile),
+        Case(
+            status: 409,
+            body:
+                #"{"error_summary":"range/not_satisfiable/..","error":{".tag":"range","range":{".tag":"not_satisfiable"}}}"#,
+            expected: .rangeNotSatisfiable),
+        Case(
+            status: 409, body: #"{"error_summary":"range/not_satisfiable/","error":{".tag":"other"}}"#,
+            expected: .rangeNotSatisfiable),
+        Case(
+            status: 409,
+            body:
+                #"{"error_summary":"template_error/template_not_found/..","error":{".tag":"template_error","template_error":{".tag":"template_not_found","template_not_found":"x"}}}"#,
+            expected: .routeError(summary: "template_error/template_not_found/..")),
+        Case(status: 409, body: #"{"error":{".tag":"brand_new"}}"#, expected: .routeError(summary: "brand_new")),
+        Case(
+            status: 409, body: #"{"error_summary":"path/not_found/..","error":{".tag":"path"}}"#,
+            expected: .routeError(summary: "path/not_found/..")),
+        Case(
+            status: 409, body: "Conflict", json: false, expected: .malformedResponse("409 without a JSON route error")),
+        Case(
+            status: 409, body: #"{"error_summary":"path/not_found/..","error":"#,
+            expected: .malformedResponse("409 without a JSON route error")),
+        Case(status: 416, body: "", json: false, expected: .rangeNotSatisfiable),
+        Case(
+            status: 422,
+            body:
+                #"{"error_summary":"invalid_root/..","error":{".tag":"invalid_root","invalid_root":{".tag":"user","home_namespace_id":"1","root_namespace_id":"1"}}}"#,
+            expected: .pathRoot(tag: "invalid_root")),
+        Case(
+            status: 422, body: #"{"error_summary":"no_permission/","error":{".tag":"no_permission"}}"#,
+            expected: .pathRoot(tag: "no_permission")),
+        Case(
+            status: 429,
+            body:
+                #"{"error_summary":"too_many_requests/..","error":{"reason":{".tag":"too_many_requests"},"retry_after":300}}"#,
+            expected: .rateLimited(retryAfter: 300)),
+        Case(
+            status: 429,
+            body: #"{"error_summary":"too_many_requests/..","error":{"reason":{".tag":"too_many_requests"}}}"#,
+            expected: .rateLimited(retryAfter: 1)),
+        Case(
+            status: 429, body: "Too Many Requests", json: false, headers: [("Retry-After", "7")],
+            expected: .rateLimited(retryAfter: 7)),
+        Case(status: 429, body: "too_many_requests", json: false, expected: .rateLimited(retryAfter: 1)),
+        Case(
+            status: 429, body: #"{"error":{"retry_after":300}}"#, json: false, headers: [("retry-after", " 2 ")],
+            expected: .rateLimited(retryAfter: 2)),
+        Case(status: 500, body: "Internal Server Error", json: false, expected: .serverError(status: 500)),
+        Case(status: 503, body: "<html>unavailable</html>", json: false, expected: .serverError(status: 503)),
+        Case(status: 404, body: "Not Found", json: false, expected: .unexpectedStatus(404)),
+        Case(status: 302, body: "", json: false, expected: .unexpectedStatus(302)),
+    ]
+
+    @Test(arguments: cases)
+    func classifies(_ c: Case) {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", c.json ? "application/json" : "text/plain; charset=utf-8")
+        for (name, value) in c.headers { headers.add(name, value) }
+        #expect(DropboxError.fromReply(status: c.status, headers: headers, body: Array(c.body.utf8)) == c.expected)
+    }
+
+    @Test func longPlainTextIsShortened() {
+        let body = [UInt8](repeating: UInt8(ascii: "x"), count: 5000)
+        guard case .badRequest(let message) = DropboxError.fromReply(status: 400, headers: [:], body: body) else {
+            Issue.record("not a bad request")
+            return
+        }
+        #expect(message.count == 501 && message.hasSuffix("…"))
+    }
+}

@@ -1,0 +1,100 @@
+// Tests that read log lines. The log sink is process-wide, so every such test lives in this one
+// serialized suite. No token, Authorization value or refresh token may appear in an error
+// description or a log line, whatever the outcome of the request.
+
+import DropboxTestSupport
+import Testing
+
+@testable import DropboxAPI
+
+@Suite(.serialized) struct LogCaptureTests {
+    static let secret = "sl.SECRET-ACCESS-TOKEN-0123456789"
+    static let refreshSecret = "REFRESH-SECRET-9876543210"
+
+    @Test func errorsAndLogsNeverCarryTokens() async throws {
+        let replies: [HTTPResponse] = [
+            .json(#"{"error_summary":"expired_access_token/..","error":{".tag":"expired_access_token"}}"#, status: 401),
+            .json(#"{"error":"invalid_grant","error_description":"refresh token is invalid or revoked"}"#, status: 400),
+            .text(#"Error in call to API function "files/list_folder": bad"#, status: 400),
+            .json(
+                #"{"error_summary":"path/not_found/..","error":{".tag":"path","path":{".tag":"not_found"}}}"#,
+                status: 409),
+            .text("down", status: 503),
+        ]
+        let transport = ScriptedTransport(replies: replies)
+        let oauth = OAuthClient(
+            appKey: "key", endpoints: DropboxEndpoints(all: "http://x.test"), transport: transport,
+            pacer: Pacer(sleeper: ManualSleeper()))
+        let tokens = RefreshingTokenProvider(
+            refreshToken: Self.refreshSecret, oauth: oauth, initialAccessToken: Self.secret, expiresIn: .seconds(9999))
+        let client = makeClient(transport, tokens: tokens)
+        let (errors, lines) = await capturingLog { () -> [String] in
+            var errors: [String] = []
+            for _ in 0..<4 {
+                do throws(DropboxError) {
+                    _ = try await client.listFolder(ListFolderArg(path: "/a"))
+                } catch {
+                    errors.append(String(describing: error))
+                    errors.append(error.description)
+                }
+            }
+            return errors
+        }
+        #expect(!errors.isEmpty)
+        for text in errors + lines {
+            #expect(!text.contains(Self.secret) && !text.contains(Self.refreshSecret) && !text.contains("Bearer"))
+        }
+    }
+
+    @Test func failedEarlyRefreshFallsBackToTheStillValidToken() async throws {
+        let clock = ManualSleeper()
+        let endpoint = ScriptedTransport(replies: [.text("down", status: 503)])
+        let oauth = OAuthClient(
+            appKey: "key", endpoints: DropboxEndpoints(all: "http://x.test"), transport: endpoint,
+            pacer: Pacer(sleeper: ManualSleeper()))
+        let tokens = RefreshingTokenProvider(
+            refreshToken: "rt", oauth: oauth, initialAccessToken: "first", expiresIn: .seconds(200), clock: clock)
+        let (token, lines) = try await capturingLog { try await tokens.accessToken() }
+        #expect(token == "first")
+        #expect(lines.contains { $0.hasPrefix("warning:") })
+        clock.advance(.seconds(201))
+        await #expect(throws: DropboxError.serverError(status: 503)) { try await tokens.accessToken() }
+    }
+
+    @Test func transportLogsRequestsWithoutSecrets() async throws {
+        let fake = try await FakeDropboxServer.start()
+        let (grant, oauth, _) = try await LiveAuthTests.signIn(fake)
+        let refreshToken = try #require(grant.refreshToken)
+        let (_, lines) = try await capturingLog {
+            let tokens = RefreshingTokenProvider(refreshToken: refreshToken, oauth: oauth)
+            let client = liveClient(fake, tokens: tokens)
+            _ = try await client.getSpaceUsage()
+            _ = try? await client.getMetadata(path: "/missing")
+        }
+        let mine = lines.filter {
+            $0.contains("users/get_space_usage") || $0.contains("/oauth2/token") || $0.contains("get_metadata")
+        }
+        #expect(mine.contains { $0.hasPrefix("debug: POST /oauth2/token -> 200 request-id ") })
+        #expect(
+            mine.contains {
+                $0.hasPrefix("debug: POST /2/users/get_space_usage -> 200 request-id ")
+                    && $0.contains(" ms, sent 4 B, received ")
+            })
+        #expect(mine.contains { $0.hasPrefix("debug: POST /2/files/get_metadata -> 409 request-id ") })
+        for line in lines {
+            #expect(!line.contains(refreshToken) && !line.contains(grant.accessToken) && !line.contains("Bearer"))
+            #expect(!line.contains("sl."), "a line shows an access token: \(line)")
+        }
+    }
+
+    @Test func connectionsAreReused() async throws {
+        let fake = try await FakeDropboxServer.start()
+        let client = liveClient(fake, transport: CurlTransport())
+        let (_, lines) = try await capturingLog {
+            for _ in 0..<10 { _ = try await client.getSpaceUsage() }
+        }
+        let mine = lines.filter { $0.contains("/2/users/get_space_usage -> 200") }
+        #expect(mine.count >= 10)
+        #expect(mine.filter { $0.hasSuffix("new connection") }.count <= 1)
+    }
+}
