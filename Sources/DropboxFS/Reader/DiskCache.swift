@@ -172,11 +172,6 @@ final class DiskCache: Sendable {
         state.withLock { s in s.reserved + s.entries.values.reduce(0) { $0 + $1.size } }
     }
 
-    /// The keys of the complete entries.
-    var keys: Set<String> {
-        state.withLock { Set($0.entries.keys) }
-    }
-
     private func trim() {
         let victims = state.withLock { s -> [String] in
             let entries = s.entries.map { EvictionOrder.CacheEntry(key: $0.key, size: $0.value.size, lastUsed: $0.value.lastUsed) }

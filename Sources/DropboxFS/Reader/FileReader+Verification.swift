@@ -71,12 +71,10 @@ extension FileReader {
             guard let content = s.contents[key] else { return ([], nil, "") }
             s.contents[key]?.verification = matches ? .verified : .failed
             var commit: DiskCache.Partial?
-            if matches, case .partial(let partial, let present) = content.disk, present.isFull {
-                commit = partial
+            if matches {
+                commit = s.takeCommit(key)  // otherwise the last write commits it
             } else {
                 s.giveUpDisk(key)
-            }
-            if !matches {
                 for (id, segment) in content.segments where segment.bytes != nil {
                     s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
                 }
@@ -88,13 +86,7 @@ extension FileReader {
                 "\(label): the downloaded bytes do not match Dropbox's content_hash (expected \(verifier.expected), got \(actual)); reads of this file fail with EIO"
             )
         }
-        if let commit, let diskCache {
-            let committed = diskCache.commit(commit)
-            withState { s in
-                guard case .partial(let partial, _) = s.contents[key]?.disk, partial.path == commit.path else { return }
-                s.contents[key]?.disk = committed ? .complete(commit.file, checked: true) : .none
-            }
-        }
+        if let commit { self.commit(commit, key: key) }
         for waiter in waiters { waiter.resume() }
     }
 

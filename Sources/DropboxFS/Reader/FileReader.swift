@@ -7,7 +7,10 @@
 //
 // Locking: `state` (one Mutex) guards ReaderState. It is never held across an await, a download,
 // disk I/O or hashing; disk cache files given up inside it are deleted after it is released.
+// Writes to the disk cache run on `diskQueue` (one thread outside Swift's small cooperative pool),
+// so readers get a part as soon as it arrives.
 
+import Dispatch
 import DropboxAPI
 import Synchronization
 
@@ -16,6 +19,7 @@ final class FileReader: Sendable {
     let options: ReaderOptions
     let diskCache: DiskCache?
     let state = Mutex(ReaderState())
+    let diskQueue = DispatchQueue(label: "dropboxfs.disk-cache")
 
     init(client: any DropboxClient, options: ReaderOptions) {
         self.client = client
@@ -126,17 +130,21 @@ final class FileReader: Sendable {
         guard var open = s.handles[handle] else { throw .badHandle }
         let file = open.file
         guard offset < file.size else { return .empty }
-        guard let content = s.contents[file.key] else { throw .badHandle }
-        if content.verification == .failed { throw .integrity("\(file.label) does not match its content_hash") }
         let end = file.size - offset < length ? file.size : offset + length
-        switch content.disk {
-        case .complete(let cacheFile, checked: true): return .fromDisk(cacheFile, offset..<end)
-        case .complete(_, checked: false): return .checkDisk
-        case .none, .partial: break
+        // Only values are taken out of the content: a copy alive while its buffers are changed
+        // below would copy them.
+        let look = try s.contents[file.key].map { (content: ContentState) throws(FilesystemError) -> (Start?, Bool) in
+            if content.verification == .failed { throw .integrity("\(file.label) does not match its content_hash") }
+            switch content.disk {
+            case .complete(let cacheFile, checked: true): return (.fromDisk(cacheFile, offset..<end), false)
+            case .complete(_, checked: false): return (.checkDisk, false)
+            case .none, .partial: return (nil, content.mustVerify(offset..<end, wholeFileLimit: options.wholeFileLimit))
+            }
         }
+        guard let (early, verify) = look else { throw .badHandle }
+        if let early { return early }
         let decision = ReadPolicy.decide(open.stream, offset: offset, length: length, fileSize: file.size, options: options)
         open.stream = decision.stream
-        let verify = content.mustVerify(offset..<end, wholeFileLimit: options.wholeFileLimit)
         let waits = startFetches(&s, file: file, range: decision.demand, demand: true).tasks
         if let prefetch = decision.prefetch,
             let stopped = startFetches(&s, file: file, range: prefetch, demand: false).stoppedAt
@@ -157,8 +165,8 @@ final class FileReader: Sendable {
                 if case .failure(let error) = await task.value { throw error }
             }
             let collected = try withState { (s: inout ReaderState) throws(FilesystemError) -> Collected in
-                guard let content = s.contents[key] else { throw .badHandle }
-                if content.verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
+                guard let verification = s.contents[key]?.verification else { throw .badHandle }
+                if verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
                 let tick = s.nextTick()
                 if let pieces = s.contents[key]?.pieces(of: plan.range, tick: tick, sequential: plan.sequential) {
                     return .pieces(pieces)
@@ -166,7 +174,7 @@ final class FileReader: Sendable {
                 let unit = options.unitSize
                 let aligned =
                     ReadPolicy.alignDown(plan.range.lowerBound, unit)..<min(
-                        ReadPolicy.alignUp(plan.range.upperBound, unit), content.size)
+                        ReadPolicy.alignUp(plan.range.upperBound, unit), plan.file.size)
                 return .refetch(startFetches(&s, file: plan.file, range: aligned, demand: true).tasks)
             }
             switch collected {
@@ -208,10 +216,10 @@ final class FileReader: Sendable {
         _ s: inout ReaderState, file: PinnedFile, range: Range<UInt64>, demand: Bool
     ) -> (tasks: [FetchTask], stoppedAt: UInt64?) {
         let key = file.key
-        guard let content = s.contents[key] else { return ([], nil) }
-        let coverage = content.coverage(of: range)
+        guard let coverage = s.contents[key]?.coverage(of: range) else { return ([], nil) }
         var tasks = coverage.pending
-        let partSize = ReadPolicy.partSize(fileSize: content.size, options: options)
+        let partSize = ReadPolicy.partSize(fileSize: file.size, options: options)
+        let unit = options.unitSize
         for run in coverage.missing {
             for part in ReadPolicy.parts(of: run, maxPart: partSize) {
                 guard s.reserve(part.upperBound - part.lowerBound, limit: options.memoryLimit, demand: demand) else {
@@ -222,14 +230,16 @@ final class FileReader: Sendable {
                 let task = FetchTask { await self.download(file, segment: id, range: part) }
                 let tick = s.nextTick()
                 s.contents[key]?.segments[id] = Segment(range: part, fetch: task, lastUsed: tick)
-                for unit in content.units(part) { s.contents[key]?.owners[unit] = id }
+                for index in Int(part.lowerBound / unit)..<Int((part.upperBound + unit - 1) / unit) {
+                    s.contents[key]?.owners[index] = id
+                }
                 tasks.append(task)
             }
         }
         return (tasks, nil)
     }
 
-    /// One part's download: fetch, write to the disk entry in progress, publish, feed the verifier.
+    /// One part's download: fetch, publish, feed the verifier, queue the write to the disk entry.
     private func download(_ file: PinnedFile, segment id: UInt64, range: Range<UInt64>) async -> Result<Void, FilesystemError> {
         let key = file.key
         let bytes: [UInt8]
@@ -242,31 +252,48 @@ final class FileReader: Sendable {
             }
             return .failure(error)
         }
-        let partial = withState { s -> DiskCache.Partial? in
-            guard case .partial(let partial, _) = s.contents[key]?.disk else { return nil }
-            return partial
-        }
-        var written = false
-        if let partial {
-            if let error = partial.file.write(bytes, at: range.lowerBound) {
-                Log.warning("disk cache: \(error); \(file.label) stays uncached")
-            } else {
-                written = true
-            }
-        }
-        let kept = withState { s -> Bool in
+        let (published, writeTo) = withState { s -> (Bool, DiskCache.Partial?) in
             let tick = s.nextTick()
-            guard s.contents[key]?.publish(id, bytes: bytes, writtenToDisk: written, tick: tick) == true else {
+            let outcome = s.contents[key]?.publish(id, bytes: bytes, tick: tick) ?? (published: false, writeTo: nil)
+            if !outcome.published {
                 s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
                 s.dropIfIdle(key)
-                return false
             }
-            if partial != nil, !written { s.giveUpDisk(key) }
-            return true
+            return outcome
         }
-        guard kept else { return .failure(.integrity("\(file.label) does not match its content_hash")) }
+        guard published else { return .failure(.integrity("\(file.label) does not match its content_hash")) }
+        if let writeTo {
+            diskQueue.async { self.write(bytes, range: range, segment: id, of: file, to: writeTo) }
+        }
         pumpVerification(key)
         return .success(())
+    }
+
+    /// On `diskQueue`: writes a part into the disk entry being filled, then commits the entry if
+    /// that was its last missing part and the content is verified.
+    private func write(_ bytes: [UInt8], range: Range<UInt64>, segment id: UInt64, of file: PinnedFile, to partial: DiskCache.Partial) {
+        let key = file.key
+        let error = partial.file.write(bytes, at: range.lowerBound)
+        if let error { Log.warning("disk cache: \(error); \(file.label) stays uncached") }
+        let commit = withState { s -> DiskCache.Partial? in
+            s.contents[key]?.segments[id]?.writing = false
+            if error != nil {
+                if case .partial(let current, _) = s.contents[key]?.disk, current.path == partial.path { s.giveUpDisk(key) }
+                return nil
+            }
+            s.contents[key]?.markWritten(range, to: partial)
+            return s.takeCommit(key)
+        }
+        if let commit { self.commit(commit, key: key) }
+    }
+
+    /// Gives a verified, completely written disk entry its final name.
+    func commit(_ partial: DiskCache.Partial, key: ContentKey) {
+        guard let diskCache, !diskCache.commit(partial) else { return }
+        withState { s in
+            guard case .complete(let file, _) = s.contents[key]?.disk, file === partial.file else { return }
+            s.contents[key]?.disk = .none
+        }
     }
 
     /// The bytes of `range` of the pinned revision, exactly; a short reply is retried twice.
@@ -321,7 +348,10 @@ final class FileReader: Sendable {
         }
         guard let wanted, let partial = diskCache.begin(key: wanted.name, size: wanted.size) else { return }
         let installed = withState { s -> Bool in
-            guard let content = s.contents[wanted.key], case .none = content.disk else { return false }
+            // Bytes that arrived before the entry existed would never be written: no entry then.
+            guard let content = s.contents[wanted.key], case .none = content.disk, content.arrived.count == 0 else {
+                return false
+            }
             s.contents[wanted.key]?.disk = .partial(partial, present: UnitSet(capacity: content.arrived.capacity))
             return true
         }
@@ -383,6 +413,16 @@ public struct OpenedFile: Sendable, Equatable {
 }
 
 extension ReaderState {
+    /// The disk entry of `key` when it is ready to be committed (verified and completely written);
+    /// the content then reads from it as a complete entry.
+    mutating func takeCommit(_ key: ContentKey) -> DiskCache.Partial? {
+        guard let content = contents[key], content.verification == .verified,
+            case .partial(let partial, let present) = content.disk, present.isFull
+        else { return nil }
+        contents[key]?.disk = .complete(partial.file, checked: true)
+        return partial
+    }
+
     /// Stops writing a content to the disk cache (a write failed or its bytes cannot be committed).
     mutating func giveUpDisk(_ key: ContentKey) {
         guard case .partial(let partial, _) = contents[key]?.disk else { return }

@@ -42,4 +42,10 @@ extension Filesystem {
     public func releaseFile(handle: UInt64) {
         reader.release(handle)
     }
+
+    /// Waits until the disk cache writes queued so far (and the commits they trigger) are done;
+    /// called at unmount so a file read just before is found in the cache next time.
+    public func finishDiskCacheWrites() {
+        reader.diskQueue.sync {}
+    }
 }

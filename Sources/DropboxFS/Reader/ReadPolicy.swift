@@ -65,26 +65,31 @@ public enum ReadPolicy {
         var next = stream
         next.expected = max(stream.expected, readEnd)
         next.requestedUpTo = max(stream.requestedUpTo, demand.upperBound)
+        // Top up once a whole part (or half a small window) fits, so the window stays full.
         let ahead = stream.requestedUpTo > readEnd ? stream.requestedUpTo - readEnd : 0
-        guard ahead < stream.window / 2, next.requestedUpTo < fileSize else {
+        let refill = min(options.partSize, stream.window / 2)
+        guard ahead + refill <= stream.window, next.requestedUpTo < fileSize else {
             return ReadDecision(sequential: true, demand: demand, prefetch: nil, stream: next)
         }
         if stream.growing { next.window = min(stream.window * 2, options.maxWindow) }
         next.growing = true
         let start = next.requestedUpTo
-        let end = min(alignUp(readEnd + next.window, unit), fileSize)
+        // A window of whole parts ends on a part boundary, so every request is a whole part.
+        let target = readEnd + next.window
+        let aligned = next.window >= options.partSize ? alignDown(target, options.partSize) : alignUp(target, unit)
+        let end = min(aligned, fileSize)
         guard start < end else { return ReadDecision(sequential: true, demand: demand, prefetch: nil, stream: next) }
         next.requestedUpTo = end
         return ReadDecision(sequential: true, demand: demand, prefetch: start..<end, stream: next)
     }
 
-    /// `range` cut into consecutive requests of at most `maxPart` bytes.
+    /// `range` cut at the multiples of `maxPart` into requests of at most `maxPart` bytes.
     public static func parts(of range: Range<UInt64>, maxPart: UInt64) -> [Range<UInt64>] {
         precondition(maxPart > 0)
         var parts: [Range<UInt64>] = []
         var start = range.lowerBound
         while start < range.upperBound {
-            let end = range.upperBound - start > maxPart ? start + maxPart : range.upperBound
+            let end = min(alignDown(start, maxPart) + maxPart, range.upperBound)
             parts.append(start..<end)
             start = end
         }

@@ -34,6 +34,8 @@ struct Segment {
     var lastUsed: UInt64
     /// A sequential reader has read to its end.
     var consumed = false
+    /// Its bytes are queued for the disk cache entry; it cannot be evicted until they are written.
+    var writing = false
 }
 
 /// Where a content stands with the disk cache.
@@ -194,21 +196,27 @@ struct ContentState {
         return nil
     }
 
-    /// Records a finished download; false when the segment is gone (its content failed its check).
-    mutating func publish(_ id: UInt64, bytes: [UInt8], writtenToDisk: Bool, tick: UInt64) -> Bool {
-        guard var segment = segments[id], verification != .failed else { return false }
+    /// Records a finished download and returns the disk entry its bytes must be written to; nil
+    /// in `published` when the segment is gone (its content failed its check).
+    mutating func publish(_ id: UInt64, bytes: [UInt8], tick: UInt64) -> (published: Bool, writeTo: DiskCache.Partial?) {
+        guard var segment = segments[id], verification != .failed else { return (false, nil) }
+        var writeTo: DiskCache.Partial?
+        if case .partial(let partial, _) = disk { writeTo = partial }
         segment.bytes = bytes
         segment.fetch = nil
         segment.lastUsed = tick
+        segment.writing = writeTo != nil
         segments[id] = segment
-        let span = units(segment.range)
-        arrived.insert(span)
+        arrived.insert(units(segment.range))
         arrivedPrefix = arrived.firstMissing(from: arrivedPrefix)
-        if writtenToDisk, case .partial(let partial, var present) = disk {
-            present.insert(span)
-            disk = .partial(partial, present: present)
-        }
-        return true
+        return (true, writeTo)
+    }
+
+    /// Records that `range` is in the disk entry `partial` (if it is still the one being written).
+    mutating func markWritten(_ range: Range<UInt64>, to partial: DiskCache.Partial) {
+        guard case .partial(let current, var present) = disk, current.path == partial.path else { return }
+        present.insert(units(range))
+        disk = .partial(current, present: present)
     }
 
     /// Removes a segment; returns the bytes it accounted for (0 when it was not there).
@@ -225,7 +233,7 @@ struct ContentState {
         var onDisk = false
         if case .complete = disk { onDisk = true }
         return segments.compactMap { id, segment in
-            guard segment.bytes != nil else { return nil }
+            guard segment.bytes != nil, !segment.writing else { return nil }
             let span = units(segment.range)
             let written = onDisk || span.allSatisfy { isOnDisk($0) }
             return EvictionOrder.Buffer(
