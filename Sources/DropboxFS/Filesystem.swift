@@ -77,8 +77,8 @@ public final class Filesystem: Sendable {
         var tree: MetadataTree
         /// Folder index -> the listing filling it; concurrent callers share it.
         var listings: [UInt32: Task<Void, any Error>] = [:]
-        /// Open folder handles -> the entries snapshotted at opendir.
-        var directoryHandles: [UInt64: [DirectoryEntry]] = [:]
+        /// Open folder handles -> the children snapshotted at opendir.
+        var directoryHandles: [UInt64: DirectorySnapshot] = [:]
         var nextHandle: UInt64 = 1
         /// Names already warned about, so each hidden name is logged once.
         var warnedNames: Set<String> = []
@@ -90,8 +90,10 @@ public final class Filesystem: Sendable {
         /// The newest cursor covering the whole account, once known.
         var cursor: String?
         var progress = SyncProgress()
-        /// The change watcher and the whole-tree fill, cancelled by `stop`.
+        /// The change watcher, cancelled by `stop`.
         var backgroundTasks: [Task<Void, Never>] = []
+        /// The tasks of running recursive listings by top folder, cancelled by `stop`.
+        var listingTasks: [UInt32: Task<Void, Never>] = [:]
     }
 
     let client: any DropboxClient

@@ -191,9 +191,10 @@ enum FUSEOperations {
 
     private static func replyOpendir(_ request: FUSERequest, info: FileInfo, handle: UInt64) {
         info.pointer.pointee.fh = handle
-        // The kernel may keep this folder's listing in its page cache until invalidated.
+        // The kernel caches this folder's listing until invalidated, and keeps an earlier cached
+        // listing only when the core says it is still the current one.
         info.pointer.pointee.cache_readdir = 1
-        info.pointer.pointee.keep_cache = 1
+        info.pointer.pointee.keep_cache = FUSEFilesystem.of(request.raw).core.kernelMayKeepListing(handle: handle) ? 1 : 0
         request.open(info.pointer)
     }
 }

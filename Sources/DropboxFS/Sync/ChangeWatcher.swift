@@ -17,8 +17,11 @@ extension Filesystem {
     /// Stops the background work (at unmount).
     public func stop() {
         let tasks = state.withLock { s -> [Task<Void, Never>] in
-            defer { s.backgroundTasks = [] }
-            return s.backgroundTasks
+            defer {
+                s.backgroundTasks = []
+                s.listingTasks = [:]
+            }
+            return s.backgroundTasks + s.listingTasks.values
         }
         tasks.forEach { $0.cancel() }
     }
@@ -27,6 +30,7 @@ extension Filesystem {
         var cursor = await establishCursor()
         guard options.watchChanges else { return }
         state.withLock { $0.progress.phase = options.prefetch ? .watching : .lazy }
+        guard !Task.isCancelled else { return }
         var failures = 0
         while !Task.isCancelled {
             guard let current = cursor else {

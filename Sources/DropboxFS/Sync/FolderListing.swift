@@ -10,8 +10,10 @@ extension Filesystem {
     func ensureListed(_ folder: UInt32) async throws(FilesystemError) {
         // A recursive listing that will fill this folder is usually quicker than a request per
         // folder for a walk; wait a little for it before listing the folder by itself.
-        let covering = state.withLock { s -> RecursiveListing? in
-            isFresh(folder, in: s) ? nil : recursiveListingToWaitFor(folder, in: &s)
+        let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
+            guard let node = s.tree.node(folder) else { throw .stale }
+            guard node.kind == .folder, node.attached else { return nil }
+            return isFresh(folder, in: s) ? nil : recursiveListingToWaitFor(folder, in: &s)
         }
         if let covering { _ = await covering.done.wait(seconds: options.prefetchWait) }
         let task: Task<Void, any Error>? = try state.withLock {

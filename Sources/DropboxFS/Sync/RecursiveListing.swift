@@ -1,7 +1,7 @@
 // Recursive listings (DESIGN.md §4): one `list_folder recursive:true` fills a whole subtree in pages
 // of up to 2000 entries, so a cold `find` over 10,000 folders costs tens of requests instead of
 // 10,000. The whole-account listing starts at mount; a walk that enters an unfilled folder after
-// it has run a while gets a listing of that folder's subtree first. Folders become complete only
+// it has run a while gets a listing of that folder's top-level branch first. Folders become complete only
 // when their listing ends (Dropbox does not promise any order beyond parents first); a request for
 // a folder a listing will fill waits a little for it, then lists the folder by itself.
 
@@ -30,7 +30,7 @@ extension Filesystem {
         s.nextEpoch += 1
         s.recursiveListings[folder] = listing
         let path = folder == MetadataTree.rootIndex ? "" : node.id
-        Task { await self.runRecursiveListing(listing, path: path) }
+        s.listingTasks[folder] = Task { await self.runRecursiveListing(listing, path: path) }
         return listing
     }
 
@@ -40,21 +40,24 @@ extension Filesystem {
         guard !s.recursiveListings.isEmpty else { return nil }
         var current = folder
         var covering: RecursiveListing?
-        while true {
+        // The folder's ancestor just below the root: the branch a walk is in.
+        var branch = folder
+        while s.tree.node(current)?.attached == true {
             if let listing = s.recursiveListings[current] {
                 covering = listing
                 break
             }
             if current == MetadataTree.rootIndex { break }
+            branch = current
             current = s.tree.nodes[Int(current)].parent
         }
         guard let covering, covering.top != folder else { return nil }
         let now = options.monotonicNow()
         if covering.top == MetadataTree.rootIndex && now - covering.startedAt > options.subtreeListingAfter {
-            // A walk into a big account: fill this subtree first. The folder itself is then listed
-            // directly (the new listing's top) so the walk does not wait.
-            _ = startRecursiveListing(folder, in: &s)
-            return nil
+            // A walk into a big account: fill the walk's whole top-level branch first (one
+            // listing per branch, not per folder). The branch's own folder is listed directly.
+            let started = startRecursiveListing(branch, in: &s)
+            return branch == folder ? nil : started ?? covering
         }
         return covering
     }
@@ -64,7 +67,10 @@ extension Filesystem {
     func runRecursiveListing(_ listing: RecursiveListing, path: String) async {
         defer {
             state.withLock { s in
-                if s.recursiveListings[listing.top] === listing { s.recursiveListings[listing.top] = nil }
+                if s.recursiveListings[listing.top] === listing {
+                    s.recursiveListings[listing.top] = nil
+                    s.listingTasks[listing.top] = nil
+                }
             }
             listing.done.fire()
         }
@@ -95,6 +101,10 @@ extension Filesystem {
                     Log.info("background listing: \(syncStatus())")
                 }
                 guard let next else { break }
+                guard !Task.isCancelled else {
+                    next.cancel()
+                    return
+                }
                 page = try await next.value as ListFolderResult
             }
             var invalidated: [Invalidation] = []
@@ -105,6 +115,7 @@ extension Filesystem {
                 if isWholeAccount {
                     s.cursor = page.cursor
                     s.progress.fillSeconds = now - listing.startedAt
+                    s.progress.phase = options.watchChanges ? .watching : .complete
                 }
             }
             invalidations.publish(invalidated)

@@ -9,6 +9,8 @@ public struct SyncProgress: Sendable, Equatable {
         case filling
         /// The tree is complete and followed by longpoll.
         case watching
+        /// The tree is complete; changes are not followed (--no-watch).
+        case complete
     }
 
     public var phase: Phase = .lazy

@@ -70,11 +70,25 @@ struct MetadataTree {
     func listedAt(_ folder: UInt32) -> Double { nodes[Int(folder)].folder?.listedAt ?? 0 }
 
     /// The children of a folder, sorted by name bytes so listings are stable.
-    func children(of folder: UInt32) -> [UInt32] {
+    mutating func children(of folder: UInt32) -> [UInt32] {
         guard let state = nodes[Int(folder)].folder else { return [] }
-        return state.children.values.sorted { a, b in
+        if let sorted = state.sorted, sorted.version == state.version { return sorted.children }
+        let children = state.children.values.sorted { a, b in
             nodes[Int(a)].name.utf8.lexicographicallyPrecedes(nodes[Int(b)].name.utf8)
         }
+        nodes[Int(folder)].folder?.sorted = (state.version, children)
+        return children
+    }
+
+    /// The folder's change counter (see FolderState.version).
+    func version(of folder: UInt32) -> UInt32 { nodes[Int(folder)].folder?.version ?? 0 }
+
+    /// Records that the kernel was handed the listing of `version`; returns whether the kernel's
+    /// cached listing (from an earlier handle) is that same listing.
+    mutating func markServed(_ folder: UInt32, version: UInt32) -> Bool {
+        guard let served = nodes[Int(folder)].folder?.servedVersion else { return false }
+        nodes[Int(folder)].folder?.servedVersion = version
+        return served == version
     }
 
     /// The display path of an attached node ("/a/b"; "" for the root), built from the nodes' own names.
@@ -90,17 +104,19 @@ struct MetadataTree {
     }
 
     /// Resolves a Dropbox `path_lower`-style path ("/a/b") to the folder holding its last component.
+    /// Splits on the '/' byte: splitting the String would glue a component that starts with a
+    /// combining mark or joiner onto the '/' before it (one grapheme cluster).
     func resolveParent(ofPath path: String) -> (parent: UInt32, last: Substring)? {
-        var components = path.split(separator: "/", omittingEmptySubsequences: true)
+        var components = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
         guard let last = components.popLast() else { return nil }
         var current = Self.rootIndex
         for component in components {
-            guard case .found(let next) = lookup(parent: current, fold: FoldKey(alreadyFolded: component)),
+            guard case .found(let next) = lookup(parent: current, fold: FoldKey(alreadyFolded: Substring(component))),
                 nodes[Int(next)].kind == .folder
             else { return nil }
             current = next
         }
-        return (current, last)
+        return (current, Substring(last))
     }
 
     // MARK: Kernel lookup counts
@@ -140,14 +156,22 @@ struct MetadataTree {
         // cache, so only its changes need kernel invalidation.
         let parentComplete = nodes[Int(parent)].folder?.complete ?? false
         if let existing = nodes[Int(parent)].folder?.children[fold] {
-            if nodes[Int(existing)].kind == kind {
+            // A new revision of a file gets a new inode, as a replace-by-rename would on a local
+            // disk: open handles keep the old inode, whose size and cached pages stay those of
+            // their revision, and the name points to the new one.
+            var sameRevision = true
+            if case .file(let file) = metadata { sameRevision = nodes[Int(existing)].rev == file.rev }
+            if nodes[Int(existing)].kind == kind && sameRevision {
                 let before = nodes[Int(existing)]
                 fill(existing, from: metadata)
-                if let epoch { nodes[Int(existing)].seenEpoch = epoch }
+                // Listings overlap (a subtree listing runs inside the whole-account one): an entry
+                // keeps the newest snapshot that saw it.
+                if let epoch { nodes[Int(existing)].seenEpoch = max(nodes[Int(existing)].seenEpoch, epoch) }
                 if !before.name.utf8.elementsEqual(name.string.utf8) {
                     invalidations.append(.entry(parent: UInt64(parent), name: before.name))
                     invalidations.append(.inode(UInt64(parent)))
                     nodes[Int(existing)].name = name.string
+                    nodes[Int(parent)].folder?.version &+= 1
                 }
                 let after = nodes[Int(existing)]
                 if before.size != after.size || before.rev != after.rev || before.mtime != after.mtime
@@ -165,6 +189,7 @@ struct MetadataTree {
         let index = allocate(node)
         fill(index, from: metadata)
         nodes[Int(parent)].folder?.children[fold] = index
+        nodes[Int(parent)].folder?.version &+= 1
         liveCount += 1
         if parentComplete {
             invalidations.append(.entry(parent: UInt64(parent), name: name.string))
@@ -268,6 +293,7 @@ struct MetadataTree {
         _ index: UInt32, from parent: UInt32, fold: FoldKey, invalidations: inout [Invalidation]
     ) {
         nodes[Int(parent)].folder?.children[fold] = nil
+        nodes[Int(parent)].folder?.version &+= 1
         invalidations.append(.entry(parent: UInt64(parent), name: nodes[Int(index)].name))
         invalidations.append(.inode(UInt64(parent)))
         var stack = [index]

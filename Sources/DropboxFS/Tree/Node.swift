@@ -16,6 +16,14 @@ struct FolderState {
     var complete = false
     /// When the folder's listing completed (monotonic seconds), for expiry without a watcher.
     var listedAt: Double = 0
+    /// Bumped whenever the set of children (or a child's name) changes.
+    var version: UInt32 = 0
+    /// The `version` of the last listing handed to the kernel: when it differs, the kernel's
+    /// cached listing of this folder may be stale.
+    var servedVersion: UInt32 = 0
+    /// Children sorted by name bytes, for `version` (cached: sorting a big folder on every
+    /// opendir would hold the tree lock for long).
+    var sorted: (version: UInt32, children: [UInt32])?
 }
 
 struct Node {

@@ -1,0 +1,174 @@
+// statfs from users/get_space_usage (individual and team allocations, cached for spaceUsageTTL,
+// the last answer kept when Dropbox fails), and the errno table with the DropboxError mapping.
+
+import DropboxAPI
+import DropboxTestSupport
+import Testing
+
+@testable import DropboxFS
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension CoreTests {
+    @Suite struct StatfsTests {
+        @Test func individualAllocationMapsToBlocks() async throws {
+            let fake = InMemoryDropbox(allocation: .individual(allocated: 10_000_000_000))
+            fake.addFile("/a", size: 1_000_000)
+            fake.addFile("/b/c", size: 4097)
+            let fs = Filesystem(client: fake, options: options())
+            _ = try await walk(fs)
+            let stats = await fs.statistics()
+            #expect(stats.blockSize == 4096)
+            #expect(stats.totalBlocks == 10_000_000_000 / 4096)
+            #expect(stats.freeBlocks == (10_000_000_000 - 1_004_097) / 4096)
+            #expect(stats.maxNameLength == 255)
+            #expect(stats.files == 4, "root, a, b, b/c")
+        }
+
+        @Test func teamAllocationWithoutAUserLimitUsesTheTeamNumbers() async throws {
+            let fake = InMemoryDropbox(
+                allocation: .team(used: 27_182_818_284, allocated: 100_000_000_000, userLimit: 0))
+            fake.addFile("/a", size: 5_000)
+            let fs = Filesystem(client: fake, options: options())
+            let stats = await fs.statistics()
+            #expect(stats.totalBlocks == 100_000_000_000 / 4096)
+            #expect(stats.freeBlocks == (100_000_000_000 - 27_182_818_284) / 4096)
+        }
+
+        @Test func teamAllocationWithAUserLimitUsesTheUsersShare() async throws {
+            let fake = InMemoryDropbox(
+                allocation: .team(used: 27_182_818_284, allocated: 100_000_000_000, userLimit: 8_000_000))
+            fake.addFile("/a", size: 5_000_000)
+            let fs = Filesystem(client: fake, options: options())
+            let stats = await fs.statistics()
+            #expect(stats.totalBlocks == 8_000_000 / 4096)
+            #expect(stats.freeBlocks == 3_000_000 / 4096)
+        }
+
+        @Test func overQuotaAndUnknownAllocationsReportNoFreeSpace() async throws {
+            let full = InMemoryDropbox(allocation: .individual(allocated: 1_000))
+            full.addFile("/big", size: 50_000)
+            let stats = await Filesystem(client: full, options: options()).statistics()
+            #expect(stats.freeBlocks == 0 && stats.totalBlocks == 0)
+
+            let odd = InMemoryDropbox(allocation: .other("mystery"))
+            let oddStats = await Filesystem(client: odd, options: options()).statistics()
+            #expect(oddStats.totalBlocks == 0 && oddStats.freeBlocks == 0 && oddStats.blockSize == 4096)
+        }
+
+        @Test func answersAreCachedForTheTTL() async throws {
+            let fake = InMemoryDropbox(allocation: .individual(allocated: 1 << 30))
+            let clock = ManualClock()
+            let fs = Filesystem(client: fake, options: options(spaceUsageTTL: 30, clock: clock))
+            let first = await fs.statistics()
+            #expect(fake.callCount(.getSpaceUsage) == 1)
+            fake.addFile("/grown", size: 1 << 20)
+            clock.advance(by: 29)
+            #expect(await fs.statistics() == first)
+            #expect(fake.callCount(.getSpaceUsage) == 1)
+            clock.advance(by: 2)
+            let second = await fs.statistics()
+            #expect(fake.callCount(.getSpaceUsage) == 2)
+            #expect(second.freeBlocks == first.freeBlocks - 256)
+        }
+
+        @Test func aFailureFallsBackToTheLastAnswer() async throws {
+            let fake = InMemoryDropbox(allocation: .individual(allocated: 1 << 30))
+            let client = FaultInjectingClient(fake)
+            let clock = ManualClock()
+            let fs = Filesystem(client: client, options: options(spaceUsageTTL: 30, clock: clock))
+
+            client.failNext(.getSpaceUsage, with: .transport(TransportError(kind: .couldNotConnect, message: "down")))
+            let none = await fs.statistics()
+            #expect(none.totalBlocks == 0 && none.freeBlocks == 0 && none.maxNameLength == 255, "no answer yet: zeros")
+
+            let good = await fs.statistics()
+            #expect(good.totalBlocks == (1 << 30) / 4096)
+            clock.advance(by: 31)
+            client.failNext(.getSpaceUsage, with: .serverError(status: 503))
+            #expect(await fs.statistics() == good)
+            client.failNext(.getSpaceUsage, with: .authentication(.expiredAccessToken))
+            #expect(await fs.statistics() == good)
+            #expect(client.callCount(.getSpaceUsage) == 4, "a failure is not cached")
+            #expect(await fs.statistics() == good)
+            #expect(client.callCount(.getSpaceUsage) == 5)
+            #expect(await fs.statistics() == good)
+            #expect(client.callCount(.getSpaceUsage) == 5, "the new answer is cached again")
+        }
+    }
+
+    @Suite struct ErrnoTableTests {
+        @Test(arguments: [
+            (FilesystemError.notFound, ENOENT),
+            (.notADirectory, ENOTDIR),
+            (.isADirectory, EISDIR),
+            (.readOnly, EROFS),
+            (.stale, ESTALE),
+            (.badHandle, EBADF),
+            (.notSupported, EOPNOTSUPP),
+            (.noAttribute, ENODATA),
+            (.bufferTooSmall, ERANGE),
+            (.notDownloadable, EACCES),
+            (.accessDenied("token expired"), EACCES),
+            (.remote("timeout"), EIO),
+            (.integrity("hash mismatch"), EIO),
+            (.interrupted, EINTR),
+        ])
+        func everyCaseHasItsErrno(error: FilesystemError, errno: Int32) {
+            #expect(error.errno == errno)
+        }
+
+        @Test(arguments: [
+            (DropboxError.lookup(.notFound), FilesystemError.notFound),
+            (.lookup(.notFolder), .notADirectory),
+            (.lookup(.notFile), .isADirectory),
+            (.unsupportedFile, .notDownloadable),
+        ])
+        func dropboxAnswersMapToTheirCases(dropbox: DropboxError, expected: FilesystemError) {
+            #expect(FilesystemError(dropbox) == expected)
+        }
+
+        @Test(arguments: [
+            (DropboxError.lookup(.notFound), ENOENT),
+            (.lookup(.notFolder), ENOTDIR),
+            (.lookup(.notFile), EISDIR),
+            (.unsupportedFile, EACCES),
+            (.authentication(.expiredAccessToken), EACCES),
+            (.authentication(.invalidAccessToken), EACCES),
+            (.authentication(.missingScope("files.content.read")), EACCES),
+            (.authentication(.userSuspended), EACCES),
+            (.authentication(.noCredentials("revoked")), EACCES),
+            (.accessDenied(tag: "no_permission"), EACCES),
+            (.transport(TransportError(kind: .timeout, message: "timed out")), EIO),
+            (.transport(TransportError(kind: .couldNotConnect, message: "refused")), EIO),
+            (.transport(TransportError(kind: .connectionLost, message: "reset")), EIO),
+            (.transport(TransportError(kind: .tls, message: "bad certificate")), EIO),
+            (.serverError(status: 500), EIO),
+            (.serverError(status: 503), EIO),
+            (.unexpectedStatus(418), EIO),
+            (.malformedResponse("not JSON"), EIO),
+            (.rateLimited(retryAfter: 300), EIO),
+            (.cursorReset, EIO),
+            (.routeError(summary: "other/.."), EIO),
+            (.badRequest(message: "bad"), EIO),
+        ])
+        func dropboxErrorsSurfaceAsErrnos(dropbox: DropboxError, errno: Int32) {
+            #expect(FilesystemError(dropbox).errno == errno, "\(dropbox)")
+        }
+
+        @Test func authenticationFailuresKeepTheirExplanation() {
+            guard case .accessDenied(let text) = FilesystemError(.authentication(.missingScope("files.content.read"))) else {
+                Issue.record("not accessDenied")
+                return
+            }
+            #expect(text.contains("files.content.read"))
+            guard case .remote(let why) = FilesystemError(.serverError(status: 502)) else {
+                Issue.record("not remote")
+                return
+            }
+            #expect(why.contains("502"))
+        }
+    }
+}
