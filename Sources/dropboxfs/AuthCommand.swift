@@ -36,7 +36,7 @@ enum AuthCommand {
             throw UsageError(
                 description: "auth needs your Dropbox app key: --app-key KEY (or DROPBOXFS_APP_KEY); see README.md, \"Sign in\"")
         }
-        let oauth = OAuthClient(appKey: appKey, endpoints: endpoints)
+        let oauth = OAuthClient(appKey: appKey, endpoints: endpoints, transport: Shared.transport)
         let pkce: PKCE
         do { pkce = try PKCE() } catch { throw CommandFailure(.failure, "\(error)") }
 
@@ -65,7 +65,8 @@ enum AuthCommand {
         guard let refreshToken = grant.refreshToken, !refreshToken.isEmpty else {
             throw CommandFailure(.credentials, "Dropbox returned no refresh token (the app must allow offline access)")
         }
-        let client = DropboxHTTPClient(endpoints: endpoints, tokens: StaticTokenProvider(token: grant.accessToken))
+        let client = DropboxHTTPClient(
+            endpoints: endpoints, tokens: StaticTokenProvider(token: grant.accessToken), transport: Shared.transport)
         let account = try AccountCheck.verify(client, endpoints: endpoints)
         try CredentialStore.save(
             StoredCredentials(appKey: appKey, refreshToken: refreshToken, accountId: account.accountId, email: account.email),
@@ -80,9 +81,10 @@ enum AuthCommand {
             printOut("Not signed in (no \(CredentialStore.path(environment))).")
             return .success
         }
-        let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints)
+        let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport)
         let client = DropboxHTTPClient(
-            endpoints: endpoints, tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth))
+            endpoints: endpoints, tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
+            transport: Shared.transport)
         var revoked = true
         do {
             // Revoking an access token made from the refresh token revokes the refresh token too.

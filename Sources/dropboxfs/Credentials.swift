@@ -23,7 +23,7 @@ enum Credentials {
             return ResolvedCredentials(tokens: StaticTokenProvider(token: token), source: source)
         }
         if let stored = try CredentialStore.load(environment) {
-            let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints)
+            let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport)
             return ResolvedCredentials(
                 tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
                 source: "stored sign-in (\(CredentialStore.path(environment)))")

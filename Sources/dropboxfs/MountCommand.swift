@@ -53,7 +53,8 @@ enum MountCommand {
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment,
             endpoints: configuration.endpoints)
-        let client = DropboxHTTPClient(endpoints: configuration.endpoints, tokens: credentials.tokens)
+        let client = DropboxHTTPClient(
+            endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport)
         let account = try AccountCheck.verify(client, endpoints: configuration.endpoints)
 
         if !configuration.foreground && !Daemon.isChild {
@@ -86,6 +87,7 @@ enum MountCommand {
         } catch {
             throw CommandFailure(.mountPoint, error.description)
         }
+        core.finishDiskCacheWrites()
         Log.info("unmounted \(mountpoint)")
         return .success
     }

@@ -31,7 +31,7 @@ enum StatusCommand {
             let credentials = try Credentials.resolve(
                 file: parsed.value("access-token-file"), environment: environment, endpoints: endpoints)
             printOut("credentials: \(credentials.source)")
-            let client = DropboxHTTPClient(endpoints: endpoints, tokens: credentials.tokens)
+            let client = DropboxHTTPClient(endpoints: endpoints, tokens: credentials.tokens, transport: Shared.transport)
             let account = try AccountCheck.verify(client, endpoints: endpoints)
             printOut("account:     \(account.displayName) <\(account.email)> (\(account.accountType))")
             if let usage = try? runBlocking({ try await client.getSpaceUsage() }) {
