@@ -283,3 +283,75 @@ def process_gone(pid):
     except OSError:
         return True
     return state in ("Z", "X")
+
+
+# ---- freshness and prefetch tests -----------------------------------------------------------------
+
+LIST_ROUTES = ("files/list_folder", "files/list_folder/continue")
+
+
+def poll_assert(check, timeout=5.0, interval=0.05, what="the expected state"):
+    """Calls check() (which asserts) until it passes; returns its value and the seconds it took.
+    After `timeout` seconds the last AssertionError is raised, prefixed with what was awaited."""
+    start = time.monotonic()
+    deadline = start + timeout
+    while True:
+        try:
+            return check(), time.monotonic() - start
+        except AssertionError as e:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not seen within {timeout} s: {e}") from None
+        time.sleep(interval)
+
+
+def sync_status(mountpoint):
+    """The root's user.dropboxfs.status attribute as a dict ('phase=watching pages=3 ...')."""
+    raw = os.getxattr(str(mountpoint), "user.dropboxfs.status").decode()
+    return dict(part.split("=", 1) for part in raw.split())
+
+
+def list_calls(fake):
+    """list_folder + list_folder/continue requests counted by the fake so far."""
+    routes = fake.stats()["routes"]
+    return sum(routes.get(r, 0) for r in LIST_ROUTES)
+
+
+def wait_for_fill(mountpoint, fake, timeout=60):
+    """Waits until the background fill is over: the status attribute says `watching`, or (without
+    a watcher, or when the product has no status) the fake's list requests stopped changing for a
+    second. Returns the last status dict ({} when there is none)."""
+    last = [None, 0]
+
+    def done():
+        try:
+            status = sync_status(mountpoint)
+        except OSError:
+            status = {}
+        if status.get("phase") == "watching":
+            return status
+        now = list_calls(fake)
+        if now == last[0] and now > 0:
+            last[1] += 1
+        else:
+            last[0], last[1] = now, 0
+        return (status or {"phase": None}) if last[1] >= 5 else None
+
+    return wait_until(done, timeout=timeout, interval=0.2, message="the background fill to finish")
+
+
+def stat_paths(paths, timeout=30):
+    """`stat` of each path (one process): {path: (type letter, size, mtime)} for those that exist,
+    None for those reported missing (ENOENT, or ENOTDIR below a file); other errors fail."""
+    r = run("stat", "-c", "%n\t%F\t%s\t%Y", "--", *paths, timeout=timeout, env=c_locale())
+    out = {}
+    for line in r.stdout.decode("utf-8", "surrogateescape").splitlines():
+        name, kind, size, mtime = line.split("\t")
+        letter = {"regular file": "f", "regular empty file": "f", "directory": "d", "symbolic link": "l"}[kind]
+        out[name] = (letter, int(size), int(mtime))
+    for path in paths:
+        if str(path) not in out:
+            out[str(path)] = None
+    err = r.stderr.decode(errors="replace")
+    for line in err.splitlines():
+        assert "No such file or directory" in line or "Not a directory" in line, f"stat failed: {line}"
+    return out
