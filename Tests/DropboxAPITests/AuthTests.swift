@@ -184,4 +184,14 @@ func formFields(_ body: [UInt8]) -> [String: String] {
         #expect(a.challenge.count == 43)
         #expect(!a.challenge.contains { "+/=".contains($0) })
     }
+
+    /// A token is renewed this long before it expires: the 5-minute margin, or half its lifetime
+    /// when that is shorter (else short-lived tokens would be renewed on every request).
+    @Test(arguments: [
+        (nil, 300), (14_400, 300), (600, 300), (599, 299.5), (8, 4), (0, 0),
+    ] as [(Int?, Double)])
+    func renewalStartsWithinHalfTheLifetime(lifetime: Int?, seconds: Double) {
+        let renew = RefreshingTokenProvider.renewBefore(lifetime.map { .seconds($0) }, margin: .seconds(300))
+        #expect(renew == .milliseconds(Int64(seconds * 1000)))
+    }
 }

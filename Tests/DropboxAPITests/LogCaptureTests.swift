@@ -54,10 +54,12 @@ import Testing
             pacer: Pacer(sleeper: ManualSleeper()))
         let tokens = RefreshingTokenProvider(
             refreshToken: "rt", oauth: oauth, initialAccessToken: "first", expiresIn: .seconds(200), clock: clock)
+        // A 200 s token is renewed in its last 100 s (half its lifetime, under the 300 s margin).
+        clock.advance(.seconds(150))
         let (token, lines) = try await capturingLog { try await tokens.accessToken() }
         #expect(token == "first")
         #expect(lines.contains { $0.hasPrefix("warning:") })
-        clock.advance(.seconds(201))
+        clock.advance(.seconds(51))
         await #expect(throws: DropboxError.serverError(status: 503)) { try await tokens.accessToken() }
     }
 

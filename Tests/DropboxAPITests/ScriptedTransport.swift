@@ -82,9 +82,9 @@ func capturingLog<T>(_ body: () async throws -> T) async rethrows -> (T, [String
     let lines = Mutex<[String]>([])
     let previous = Log.level
     Log.level = .debug
-    Log.setSink { level, text in lines.withLock { $0.append("\(level.label): \(text)") } }
+    let sink = Log.addSink { level, text in lines.withLock { $0.append("\(level.label): \(text)") } }
     defer {
-        Log.setSink(nil)
+        Log.removeSink(sink)
         Log.level = previous
     }
     let result = try await body()

@@ -373,13 +373,15 @@ final class RecordingClient: DropboxClient, Sendable {
 }
 
 /// Every log line of the test process from `start()` on (tests run in parallel, so each looks for
-/// lines naming its own paths). `start()` installs the tap again each time, since a capture in
-/// another test module of the same process may have replaced or cleared the one global sink.
+/// lines naming its own paths). The tap is installed once and stays, beside other captures.
 enum LogCapture {
     private static let lines = Mutex<[String]>([])
     private static let tap: @Sendable (LogLevel, String) -> Void = { _, line in lines.withLock { $0.append(line) } }
 
-    static func start() { Log.setSink(tap) }
+    static func start() { _ = installed }
+
+    /// The tap, installed once for the whole test process.
+    private static let installed = Log.addSink(tap)
 
     static func lines(containing text: String) -> [String] {
         lines.withLock { $0.filter { $0.contains(text) } }

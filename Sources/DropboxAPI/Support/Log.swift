@@ -31,8 +31,10 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
 public enum Log {
     private struct State {
         var level: LogLevel = .info
-        /// Replaces stderr output when set (tests capture lines this way).
-        var sink: (@Sendable (LogLevel, String) -> Void)?
+        /// Replace stderr output while any is installed (tests capture lines this way; several
+        /// test suites may capture at once).
+        var sinks: [Int: @Sendable (LogLevel, String) -> Void] = [:]
+        var nextSink = 0
     }
 
     private static let state = Mutex(State())
@@ -42,9 +44,18 @@ public enum Log {
         set { state.withLock { $0.level = newValue } }
     }
 
-    /// Sends log lines to `sink` instead of stderr (nil restores stderr).
-    public static func setSink(_ sink: (@Sendable (LogLevel, String) -> Void)?) {
-        state.withLock { $0.sink = sink }
+    /// Sends log lines to `sink` (and every other installed sink) instead of stderr until
+    /// `removeSink` is called with the returned id.
+    public static func addSink(_ sink: @escaping @Sendable (LogLevel, String) -> Void) -> Int {
+        state.withLock { s in
+            defer { s.nextSink += 1 }
+            s.sinks[s.nextSink] = sink
+            return s.nextSink
+        }
+    }
+
+    public static func removeSink(_ id: Int) {
+        _ = state.withLock { $0.sinks.removeValue(forKey: id) }
     }
 
     /// A name or path quoted for a log line: control characters (a newline could fake a log
@@ -70,11 +81,11 @@ public enum Log {
     public static func error(_ message: @autoclosure () -> String) { write(.error, message) }
 
     private static func write(_ level: LogLevel, _ message: () -> String) {
-        let (enabled, sink) = state.withLock { ($0.level <= level, $0.sink) }
+        let (enabled, sinks) = state.withLock { ($0.level <= level, Array($0.sinks.values)) }
         guard enabled else { return }
         let text = message()
-        if let sink {
-            sink(level, text)
+        if !sinks.isEmpty {
+            for sink in sinks { sink(level, text) }
             return
         }
         let line = "dropboxfs[\(level.label)]: \(text)\n"
