@@ -33,12 +33,18 @@ public final class FUSESession: Sendable {
     public let mountpoint: String
     public let mountOptions: [String]
     public let maxThreads: Int
+    /// Kernel read-ahead for this mount, set when running as root.
+    public let readaheadKilobytes: Int
 
-    public init(filesystem: FUSEFilesystem, mountpoint: String, mountOptions: [String], maxThreads: Int = 16) {
+    public init(
+        filesystem: FUSEFilesystem, mountpoint: String, mountOptions: [String], maxThreads: Int = 16,
+        readaheadKilobytes: Int = 1024
+    ) {
         self.filesystem = filesystem
         self.mountpoint = mountpoint
         self.mountOptions = mountOptions
         self.maxThreads = maxThreads
+        self.readaheadKilobytes = readaheadKilobytes
     }
 
     /// Mounts, calls `mounted`, and serves requests until the filesystem is unmounted or the
@@ -66,6 +72,7 @@ public final class FUSESession: Sendable {
 
         guard fuse_session_mount(session, mountpoint) == 0 else { throw .mountFailed(mountpoint) }
         lock.withLock { $0 = SessionPointer(raw: session) }
+        KernelReadahead.raise(mountpoint: mountpoint, kilobytes: readaheadKilobytes)
         mounted()
 
         let config = fuse_loop_cfg_create()

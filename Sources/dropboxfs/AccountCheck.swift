@@ -1,5 +1,6 @@
-// Asks users/get_current_account before doing anything else, so a bad token, a revoked sign-in, a
-// missing permission or an unreachable server is one clear line and its own exit code.
+// Asks users/get_current_account (and, before mounting, lists one entry) before doing anything
+// else, so a bad token, a revoked sign-in, a missing permission or an unreachable server is one
+// clear line and its own exit code.
 
 import DropboxAPI
 
@@ -7,6 +8,19 @@ enum AccountCheck {
     static func verify(_ client: DropboxHTTPClient, endpoints: DropboxEndpoints) throws(CommandFailure) -> FullAccount {
         do {
             return try runBlocking { try await client.getCurrentAccount() }
+        } catch let error as DropboxError {
+            throw failure(error, endpoints: endpoints)
+        } catch {
+            throw CommandFailure(.failure, "\(error)")
+        }
+    }
+
+    /// Asks for the root's cursor (a cheap call needing `files.metadata.read`), so an app without
+    /// that permission fails here with it named, instead of mounting a folder where every listing
+    /// is refused.
+    static func verifyListing(_ client: DropboxHTTPClient, endpoints: DropboxEndpoints) throws(CommandFailure) {
+        do {
+            _ = try runBlocking { try await client.listFolderGetLatestCursor(ListFolderArg(path: "")) }
         } catch let error as DropboxError {
             throw failure(error, endpoints: endpoints)
         } catch {

@@ -56,6 +56,7 @@ enum MountCommand {
         let client = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport)
         let account = try AccountCheck.verify(client, endpoints: configuration.endpoints)
+        try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
 
         if !configuration.foreground && !Daemon.isChild {
             try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())

@@ -2,6 +2,8 @@
 // exit code instead of a libfuse error: a missing, non-folder, non-empty or already-mounted mount
 // point, and a machine without FUSE.
 
+import FUSEAdapter
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -56,44 +58,9 @@ enum MountPointChecks {
         }
     }
 
-    /// True when `path` is the mount point of a mounted filesystem (from /proc/self/mountinfo).
+    /// True when `path` is the mount point of a mounted filesystem.
     static func isMounted(_ path: String) -> Bool {
-        mountPoints().contains(path)
-    }
-
-    static func mountPoints() -> [String] {
-        guard let file = fopen("/proc/self/mountinfo", "r") else { return [] }
-        defer { fclose(file) }
-        var result: [String] = []
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(line) }
-        while getline(&line, &capacity, file) > 0, let line {
-            let fields = String(cString: line).split(separator: " ")
-            if fields.count > 4 { result.append(unescapeMountField(String(fields[4]))) }
-        }
-        return result
-    }
-
-    /// Mount table fields escape space, tab, newline and backslash as \ooo.
-    static func unescapeMountField(_ field: String) -> String {
-        var bytes: [UInt8] = []
-        let utf8 = Array(field.utf8)
-        var i = 0
-        while i < utf8.count {
-            if utf8[i] == UInt8(ascii: "\\"), i + 4 <= utf8.count {
-                let digits = utf8[(i + 1)..<(i + 4)]
-                if digits.count == 3, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "7") }) {
-                    let value = digits.reduce(0) { $0 * 8 + Int($1 - UInt8(ascii: "0")) }
-                    bytes.append(UInt8(truncatingIfNeeded: value))
-                    i += 4
-                    continue
-                }
-            }
-            bytes.append(utf8[i])
-            i += 1
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        MountTable.entries().contains { $0.mountPoint == path }
     }
 
     static func isEmptyDirectory(_ path: String) -> Bool {

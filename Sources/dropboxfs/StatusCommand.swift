@@ -4,6 +4,7 @@
 
 import CShim
 import DropboxAPI
+import FUSEAdapter
 import Foundation
 
 #if canImport(Glibc)
@@ -73,17 +74,9 @@ enum StatusCommand {
         return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
     }
 
-    /// Mount points of type fuse.dropboxfs, from /proc/self/mountinfo.
+    /// Mount points of type fuse.dropboxfs.
     static func mountedDropboxfs() -> [String] {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
-        var result: [String] = []
-        for line in text.split(separator: "\n") {
-            let halves = line.components(separatedBy: " - ")
-            guard halves.count == 2, halves[1].hasPrefix("fuse.dropboxfs ") else { continue }
-            let fields = halves[0].split(separator: " ")
-            if fields.count > 4 { result.append(MountPointChecks.unescapeMountField(String(fields[4]))) }
-        }
-        return result
+        MountTable.entries().filter { $0.fileSystemType == "fuse.dropboxfs" }.map(\.mountPoint)
     }
 
     static func readStatus(_ mountpoint: String) -> String? {

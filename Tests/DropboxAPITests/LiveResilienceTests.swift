@@ -28,7 +28,13 @@ import Testing
         try await fake.addFault(FakeFault(route: "files/download", kind: .rateLimitText, retryAfter: 1))
         let start = ContinuousClock.now
         async let download = client.download(path: "/f.bin", range: ByteRange(offset: 0, length: 10))
-        try await Task.sleep(for: .milliseconds(300))
+        while !client.pacer.isPaused {
+            guard ContinuousClock.now - start < .seconds(10) else {
+                Issue.record("the 429 never paused the client")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         // Starts while the pause runs: it must wait for the pause too.
         let usage = try await client.getSpaceUsage()
         let usageDone = ContinuousClock.now

@@ -82,6 +82,12 @@ public final class Pacer: Sendable {
     /// The number of requests holding a slot now (for tests and status output).
     public var requestsInFlight: Int { state.withLock { $0.inFlight } }
 
+    /// True while a rate-limit pause holds new requests.
+    public var isPaused: Bool {
+        let now = sleeper.now
+        return state.withLock { $0.pausedUntil.map { now < $0 } ?? false }
+    }
+
     // MARK: slots and pauses
 
     private func waitForTurn(limited: Bool) async throws(DropboxError) {

@@ -1,0 +1,59 @@
+// The kernel's mount table (/proc/self/mountinfo), read for three things: whether a folder is
+// already a mount point, which dropboxfs mounts exist, and the device number of our own mount
+// (to tune its read-ahead).
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+public struct MountEntry: Sendable, Equatable {
+    /// "major:minor" of the mounted device.
+    public var device: String
+    public var mountPoint: String
+    /// e.g. "fuse.dropboxfs", "ext4".
+    public var fileSystemType: String
+}
+
+public enum MountTable {
+    public static func entries() -> [MountEntry] {
+        guard let file = fopen("/proc/self/mountinfo", "r") else { return [] }
+        defer { fclose(file) }
+        var result: [MountEntry] = []
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0, let line {
+            if let entry = parse(String(cString: line)) { result.append(entry) }
+        }
+        return result
+    }
+
+    /// Parses one mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [FIELDS...] - TYPE SOURCE ...".
+    static func parse(_ line: String) -> MountEntry? {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return nil }
+        return MountEntry(
+            device: String(fields[2]), mountPoint: unescape(String(fields[4])), fileSystemType: String(fields[dash + 1]))
+    }
+
+    /// Mount table fields escape space, tab, newline and backslash as \ooo.
+    public static func unescape(_ field: String) -> String {
+        var bytes: [UInt8] = []
+        let utf8 = Array(field.utf8)
+        var i = 0
+        while i < utf8.count {
+            if utf8[i] == UInt8(ascii: "\\"), i + 4 <= utf8.count {
+                let digits = utf8[(i + 1)..<(i + 4)]
+                if digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "7") }) {
+                    let value = digits.reduce(0) { $0 * 8 + Int($1 - UInt8(ascii: "0")) }
+                    bytes.append(UInt8(truncatingIfNeeded: value))
+                    i += 4
+                    continue
+                }
+            }
+            bytes.append(utf8[i])
+            i += 1
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
