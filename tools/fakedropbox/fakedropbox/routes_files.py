@@ -6,14 +6,17 @@ take (state, request, arg) and return an httpio.Reply; ArgError becomes a
 plain-text 400.
 """
 
+import json
 import re
 import time
 
 from .content import Source, content_hash_bytes
 from .cursors import BadCursor, Cursor
-from .httpio import (Reply, error_reply, header_json, json_reply, lookup_error,
-                     route_error)
-from .tree import key_of
+from .httpio import (JSON_CT, Reply, error_reply, header_json, json_reply,
+                     lookup_error, route_error)
+from .tree import fmt_time, id_str, key_of, rev_str
+
+_json_str = json.encoder.encode_basestring  # json.dumps(str, ensure_ascii=False)
 
 LIST_PATH_RE = re.compile(r"(/(.|[\r\n])*)?|id:.*|(ns:[0-9]+(/.*)?)")
 READ_PATH_RE = re.compile(r"(/(.|[\r\n])*|id:.*)|(rev:[0-9a-f]{9,})|(ns:[0-9]+(/.*)?)")
@@ -156,24 +159,79 @@ def _page(st, cur):
             if j < n:
                 has_more = any(tree.in_scope(ev[1], ev[2], cur.scope, cur.recursive)
                                for ev in journal[j:n])
-    nodes = [x[1] for x in items if x[0] == "node"] + \
-            [x[1][5] for x in items if x[0] == "ev" and x[1][5] is not None]
-    tree.ensure_hashes(nodes)
-    entries = []
-    with tree.lock:
-        cache = {}
-        for kind, x in items:
-            if kind == "node":
-                entries.append(tree.metadata(x, cache))
-            elif kind == "md":
-                entries.append(x)
-            else:
-                k, pl, _ppl, pd, name, node = x
-                if k == "d":
-                    entries.append(tree.deleted_metadata(name, pd, pl))
+        # Entries already rendered (see Tree.json_cache) need no hashing or rendering.
+        jc = tree.json_cache
+        parts = [jc.get(x) if kind == "node" else None for kind, x in items]
+    nodes = [x for (kind, x), part in zip(items, parts) if kind == "node" and part is None] + \
+            [x[5] for kind, x in items if kind == "ev" and x[5] is not None]
+    if nodes:
+        tree.ensure_hashes(nodes)
+    # Each entry is rendered as JSON once and cached; the page is a join of the
+    # cached texts, byte for byte what httpio.dumps of the whole object gives.
+    if None in parts:
+        with tree.lock:
+            cache = {}
+            jc = tree.json_cache
+            for i, (kind, x) in enumerate(items):
+                if parts[i] is not None:
+                    continue
+                if kind == "node":
+                    js = _node_json(tree, x, cache)
+                    if x.children is not None or x.hash is not None or _is_nondl(x):
+                        jc[x] = js  # a file whose hash is not known yet is not final
+                elif kind == "md":
+                    js = _entry_json(x)
                 else:
-                    entries.append(tree.metadata(node, pd=pd, pl=pl, name=name))
-    return json_reply({"entries": entries, "cursor": nxt.encode(), "has_more": has_more})
+                    k, pl, _ppl, pd, name, node = x
+                    if k == "d":
+                        js = _entry_json(tree.deleted_metadata(name, pd, pl))
+                    else:
+                        js = _entry_json(tree.metadata(node, pd=pd, pl=pl, name=name))
+                parts[i] = js
+    cursor = nxt.encode().encode("ascii")
+    more = b"true" if has_more else b"false"
+    try:
+        body = b"".join((b'{"entries": [', b", ".join(parts), b'], "cursor": "', cursor,
+                         b'", "has_more": ', more, b"}"))
+    except TypeError:
+        # A str part holds a lone surrogate (only --evil-names): like httpio.dumps,
+        # write the whole body with ASCII escapes.
+        text = '{"entries": [%s], "cursor": "%s", "has_more": %s}' % (
+            ", ".join(p if isinstance(p, str) else p.decode("utf-8") for p in parts),
+            cursor.decode("ascii"), more.decode("ascii"))
+        body = json.dumps(json.loads(text), ensure_ascii=True, separators=(", ", ": ")).encode("ascii")
+    return Reply(200, [("Content-Type", JSON_CT)], body)
+
+
+_FILE_JSON = ('{".tag": "file", "name": %s, "path_lower": %s, "path_display": %s, '
+              '"id": "%s", "client_modified": "%s", "server_modified": "%s", "rev": "%s", '
+              '"size": %d, "is_downloadable": true, "content_hash": "%s"}')
+
+
+def _node_json(tree, node, cache):
+    """_entry_json(tree.metadata(node, cache)), with a direct rendering of the
+    common case (a plain downloadable file whose hash is known)."""
+    if node.children is not None or node.extra is not None or node.hash is None \
+            or type(node.size) is not int:
+        return _entry_json(tree.metadata(node, cache))
+    pd, pl = tree.paths(node, cache)
+    t = fmt_time(tree.mtime_of(node))
+    s = _FILE_JSON % (_json_str(node.name), _json_str(pl), _json_str(pd), id_str(node.num),
+                      t, t, rev_str(tree.rev_of(node)), node.size, node.hash.hex())
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s
+
+
+def _entry_json(obj):
+    """One entry as httpio.dumps writes it: UTF-8 bytes, or str when it holds a
+    lone surrogate that UTF-8 cannot carry."""
+    s = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s
 
 
 def list_folder(st, req, arg):

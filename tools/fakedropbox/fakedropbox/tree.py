@@ -117,6 +117,16 @@ class Tree:
         self.epoch = 0                    # bumped by reset_cursors
         self.base_time = 1420070400      # 2015-01-01, synthetic mtimes start here
         self.time_span = 8 * 365 * 86400
+        # Serialized listing entries: Node -> JSON text of metadata(node), so a
+        # 2000-entry page is a join of cached strings.  Any mutation replaces
+        # the whole dict (a move or rename changes every descendant's paths);
+        # setting a lazy hash drops that node's entry.
+        self.json_cache = {}
+
+    def invalidate_json(self):
+        """Forget every cached entry rendering.  Call on any tree mutation."""
+        if self.json_cache:
+            self.json_cache = {}
 
     # ---- building (start-up, no journal) -------------------------------------
     def _new_num(self):
@@ -133,6 +143,7 @@ class Tree:
             node = Node(name, parent, num, size=size, content=content,
                         rev=rev, mtime=mtime, extra=extra)
         self.nodes[num] = node
+        self.invalidate_json()
         if key is None:
             key = key_of(name)
         elif key != key_of(name):
@@ -248,6 +259,7 @@ class Tree:
             with self.lock:
                 if self.rev_of(n) == rev and n.hash is None:
                     n.hash = digest
+                    self.json_cache.pop(n, None)
 
     # ---- lookup ---------------------------------------------------------------
     def walk(self, start, rest):
@@ -438,6 +450,7 @@ class Tree:
 
     def put_file(self, path, content, size, digest, extra=None, mtime=None):
         """Create or overwrite a file (mkdir -p of parents).  Lock held by caller."""
+        self.invalidate_json()
         comps = self.split_path(path)
         parent = self._mkdirs(comps[:-1])
         name = comps[-1]
@@ -465,6 +478,7 @@ class Tree:
         return node
 
     def mkdir(self, path):
+        self.invalidate_json()
         node = self._mkdirs(self.split_path(path))
         self.changed.notify_all()
         return node
@@ -473,6 +487,7 @@ class Tree:
         node, err = self.resolve(path, None, None)
         if node is None or node is self.root:
             raise TreeError("not found: " + path)
+        self.invalidate_json()
         cache = {}
         pd, pl = self.paths(node, cache)
         self._forget_subtree(node, cache)
@@ -485,6 +500,7 @@ class Tree:
         node, _ = self.resolve(src, None, None)
         if node is None or node is self.root:
             raise TreeError("not found: " + src)
+        self.invalidate_json()
         comps = self.split_path(dst)
         old_pd, old_pl = self.paths(node)
         new_pl = "/" + "/".join(key_of(c) for c in comps)
@@ -520,6 +536,7 @@ class Tree:
         return self.metadata(node)
 
     def reset_cursors(self):
+        self.invalidate_json()
         self.epoch += 1
         self.changed.notify_all()
 
