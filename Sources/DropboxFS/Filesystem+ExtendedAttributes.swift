@@ -17,3 +17,15 @@ extension Filesystem {
         }
     }
 }
+
+extension Filesystem {
+    /// One extended attribute. Names outside the `user.` namespace answer EOPNOTSUPP rather than
+    /// ENODATA: `ls -l` then stops asking for SELinux labels and ACLs on this mount after the first
+    /// file, instead of costing a kernel round trip per entry.
+    public func extendedAttribute(_ name: String, of inode: UInt64) throws(FilesystemError) -> String {
+        let attributes = try extendedAttributes(of: inode)
+        guard name.hasPrefix("user.") else { throw .notSupported }
+        guard let value = attributes.first(where: { $0.name == name })?.value else { throw .noAttribute }
+        return value
+    }
+}

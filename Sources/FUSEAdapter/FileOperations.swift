@@ -49,19 +49,8 @@ enum FileOperations {
 
     static func getxattr(_ request: FUSERequest, ino: UInt64, name: String, size: Int) {
         do {
-            let attributes = try FUSEFilesystem.of(request.raw).core.extendedAttributes(of: ino)
-            guard let value = attributes.first(where: { $0.name == name })?.value else {
-                request.fail(.noAttribute)
-                return
-            }
-            let bytes = Array(value.utf8)
-            if size == 0 {
-                request.xattrSize(bytes.count)
-            } else if size < bytes.count {
-                request.fail(.bufferTooSmall)
-            } else {
-                bytes.withUnsafeBytes { request.buffer($0) }
-            }
+            let value = try FUSEFilesystem.of(request.raw).core.extendedAttribute(name, of: ino)
+            replyXattr(request, bytes: Array(value.utf8), size: size)
         } catch {
             request.fail(error)
         }
@@ -69,21 +58,25 @@ enum FileOperations {
 
     static func listxattr(_ request: FUSERequest, ino: UInt64, size: Int) {
         do {
-            let attributes = try FUSEFilesystem.of(request.raw).core.extendedAttributes(of: ino)
             var bytes: [UInt8] = []
-            for attribute in attributes {
+            for attribute in try FUSEFilesystem.of(request.raw).core.extendedAttributes(of: ino) {
                 bytes.append(contentsOf: attribute.name.utf8)
                 bytes.append(0)
             }
-            if size == 0 {
-                request.xattrSize(bytes.count)
-            } else if size < bytes.count {
-                request.fail(.bufferTooSmall)
-            } else {
-                bytes.withUnsafeBytes { request.buffer($0) }
-            }
+            replyXattr(request, bytes: bytes, size: size)
         } catch {
             request.fail(error)
+        }
+    }
+
+    /// The xattr reply protocol: size 0 asks for the length, a short buffer is ERANGE.
+    private static func replyXattr(_ request: FUSERequest, bytes: [UInt8], size: Int) {
+        if size == 0 {
+            request.xattrSize(bytes.count)
+        } else if size < bytes.count {
+            request.fail(.bufferTooSmall)
+        } else {
+            bytes.withUnsafeBytes { request.buffer($0) }
         }
     }
 }
