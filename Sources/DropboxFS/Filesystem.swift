@@ -50,7 +50,7 @@ public struct FilesystemOptions: Sendable {
         prefetch: Bool = false,
         watchChanges: Bool = false,
         prefetchWait: Double = 0.5,
-        subtreeListingAfter: Double = 2,
+        subtreeListingAfter: Double = 10,
         longpollTimeout: Int = 120,
         reader: ReaderOptions = ReaderOptions(),
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
@@ -92,6 +92,8 @@ public final class Filesystem: Sendable {
         var progress = SyncProgress()
         /// The change watcher, cancelled by `stop`.
         var backgroundTasks: [Task<Void, Never>] = []
+        /// When the last top-level branch listing started (monotonic seconds).
+        var lastBranchListing: Double = -.infinity
         /// The tasks of running recursive listings by top folder, cancelled by `stop`.
         var listingTasks: [UInt32: Task<Void, Never>] = [:]
     }

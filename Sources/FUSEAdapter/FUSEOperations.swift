@@ -190,17 +190,19 @@ enum FUSEOperations {
     }
 
     private static func replyOpendir(_ request: FUSERequest, info: FileInfo, handle: UInt64) {
-        info.pointer.pointee.fh = handle
+        var reply = info.value
+        reply.fh = handle
         // The kernel caches this folder's listing until invalidated, and keeps an earlier cached
         // listing only when the core says it is still the current one.
-        info.pointer.pointee.cache_readdir = 1
-        info.pointer.pointee.keep_cache = FUSEFilesystem.of(request.raw).core.kernelMayKeepListing(handle: handle) ? 1 : 0
-        request.open(info.pointer)
+        reply.cache_readdir = 1
+        reply.keep_cache = FUSEFilesystem.of(request.raw).core.kernelMayKeepListing(handle: handle) ? 1 : 0
+        request.open(reply)
     }
 }
 
-/// A fuse_file_info pointer handed to a Task; libfuse keeps it valid until the request is answered.
+/// A copy of a request's fuse_file_info. libfuse passes a pointer to its own stack frame, which is
+/// gone once the callback returns, so a reply sent later from a Task must not use the pointer.
 struct FileInfo: @unchecked Sendable {
-    let pointer: UnsafeMutablePointer<fuse_file_info>
-    init(_ pointer: UnsafeMutablePointer<fuse_file_info>) { self.pointer = pointer }
+    let value: fuse_file_info
+    init(_ pointer: UnsafeMutablePointer<fuse_file_info>) { self.value = pointer.pointee }
 }

@@ -73,8 +73,9 @@ struct FUSERequest: @unchecked Sendable {
         fuse_reply_statfs(raw, &st)
     }
 
-    func open(_ info: UnsafeMutablePointer<fuse_file_info>) {
-        fuse_reply_open(raw, info)
+    func open(_ info: fuse_file_info) {
+        var info = info
+        fuse_reply_open(raw, &info)
     }
 
     func xattrSize(_ size: Int) {

@@ -10,22 +10,23 @@ import DropboxFS
 
 enum FileOperations {
     static func open(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
-        let flags = info.pointer.pointee.flags
+        let flags = info.value.flags
         if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
             request.fail(.readOnly)
             return
         }
         do {
             let opened = try FUSEFilesystem.of(request.raw).core.openFile(ino)
-            info.pointer.pointee.fh = opened.handle
+            var reply = info.value
+            reply.fh = opened.handle
             // The page cache is per inode while a handle is pinned to one revision: keep it only
             // when it holds this revision, and bypass it while another revision is open.
             switch opened.pageCache {
-            case .keep: info.pointer.pointee.keep_cache = 1
-            case .drop: info.pointer.pointee.keep_cache = 0
-            case .bypass: info.pointer.pointee.direct_io = 1
+            case .keep: reply.keep_cache = 1
+            case .drop: reply.keep_cache = 0
+            case .bypass: reply.direct_io = 1
             }
-            request.open(info.pointer)
+            request.open(reply)
         } catch {
             request.fail(error)
         }

@@ -1,7 +1,7 @@
 // Recursive listings (DESIGN.md §4): one `list_folder recursive:true` fills a whole subtree in pages
 // of up to 2000 entries, so a cold `find` over 10,000 folders costs tens of requests instead of
-// 10,000. The whole-account listing starts at mount; a walk that enters an unfilled folder after
-// it has run a while gets a listing of that folder's top-level branch first. Folders become complete only
+// 10,000. The whole-account listing starts at mount; in a big account (the listing still runs
+// after subtreeListingAfter) a walk gets its top-level branch listed first. Folders become complete only
 // when their listing ends (Dropbox does not promise any order beyond parents first); a request for
 // a folder a listing will fill waits a little for it, then lists the folder by itself.
 
@@ -53,9 +53,14 @@ extension Filesystem {
         }
         guard let covering, covering.top != folder else { return nil }
         let now = options.monotonicNow()
-        if covering.top == MetadataTree.rootIndex && now - covering.startedAt > options.subtreeListingAfter {
-            // A walk into a big account: fill the walk's whole top-level branch first (one
-            // listing per branch, not per folder). The branch's own folder is listed directly.
+        if covering.top == MetadataTree.rootIndex && now - covering.startedAt > options.subtreeListingAfter
+            && now - s.lastBranchListing >= 1
+        {
+            // A walk in a big account (the whole listing is still running after a while): fill the
+            // walk's top-level branch first, at most one new branch listing a second, so a walk
+            // across many small branches does not duplicate the whole listing. The branch's own
+            // folder is listed directly.
+            s.lastBranchListing = now
             let started = startRecursiveListing(branch, in: &s)
             return branch == folder ? nil : started ?? covering
         }

@@ -17,6 +17,7 @@ extension Filesystem {
     @discardableResult
     func applyPage(_ entries: [Metadata], as kind: PageKind) -> Int {
         var invalidated: [Invalidation] = []
+        var memo: ParentMemo?
         state.withLock { s in
             let epoch: UInt32
             switch kind {
@@ -31,7 +32,7 @@ extension Filesystem {
                     name = valid
                 }
                 guard let pathLower = entry.pathLower ?? entry.pathDisplay,
-                    let (parent, last) = s.tree.resolveParent(ofPath: pathLower)
+                    let (parent, last) = resolve(pathLower, memo: &memo, in: s.tree)
                 else {
                     // The parent is unknown: nothing of it is cached, and a later listing covers it.
                     continue
@@ -57,4 +58,29 @@ extension Filesystem {
         invalidations.publish(invalidated)
         return entries.count
     }
+}
+
+/// The folder that held the previous entry of a page: listings give a folder's children together,
+/// so most entries skip the walk from the root.
+struct ParentMemo {
+    var path: Substring.UTF8View
+    var folder: UInt32
+    /// The folder's generation: a page may detach it and reuse its index for another entry.
+    var generation: UInt64
+}
+
+/// The folder holding the last component of `path` ("/a/b/c" -> the node of "/a/b", "c").
+func resolve(_ path: String, memo: inout ParentMemo?, in tree: MetadataTree) -> (UInt32, Substring)? {
+    let slash = UInt8(ascii: "/")
+    guard let lastSlash = path.utf8.lastIndex(of: slash) else { return nil }
+    let parentPath = Substring(path)[..<lastSlash].utf8
+    let last = Substring(path)[path.utf8.index(after: lastSlash)...]
+    if let memo, memo.path.elementsEqual(parentPath), let node = tree.node(memo.folder), node.attached,
+        node.generation == memo.generation, node.kind == .folder, !last.isEmpty
+    {
+        return (memo.folder, last)
+    }
+    guard let (parent, resolvedLast) = tree.resolveParent(ofPath: path) else { return nil }
+    memo = ParentMemo(path: parentPath, folder: parent, generation: tree.nodes[Int(parent)].generation)
+    return (parent, resolvedLast)
 }
