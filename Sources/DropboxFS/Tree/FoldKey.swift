@@ -24,7 +24,9 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
             }
             folded = needsLowering ? String(decoding: name.utf8.map { Self.lowerASCII($0) }, as: UTF8.self) : name
         } else {
-            folded = name.precomposedStringWithCanonicalMapping.lowercased().precomposedStringWithCanonicalMapping
+            let result = name.precomposedStringWithCanonicalMapping.lowercased().precomposedStringWithCanonicalMapping
+            // An already-folded name keeps sharing the name's storage instead of a second copy.
+            folded = result.utf8.elementsEqual(name.utf8) ? name : result
         }
     }
 

@@ -1,7 +1,9 @@
 // The metadata tree: every known Dropbox entry as a Node, indexed by inode number, with each folder's
-// children keyed by FoldKey (DESIGN.md §3). It is a plain value type with no locking and no I/O: the
-// Filesystem owns the one instance inside its mutex, and every mutation reports which kernel cache
-// entries it made stale so the FUSE layer can invalidate exactly those.
+// children keyed by FoldKey (DESIGN.md §3). Nodes live in a chunked NodeStore; folder-only state in
+// a separate FolderState table that a folder node points into (`folderSlot`). It is a plain value
+// type with no locking and no I/O: the Filesystem owns the one instance inside its mutex
+// (Filesystem.state), and every mutation reports which kernel cache entries it made stale so the
+// FUSE layer can invalidate exactly those.
 
 import DropboxAPI
 
@@ -26,7 +28,11 @@ struct MetadataTree {
     static let rootIndex: UInt32 = 1
 
     /// Index 0 is unused so that an index is also a valid FUSE inode number (the root is 1).
-    private(set) var nodes: [Node]
+    private(set) var nodes = NodeStore()
+    /// Folder state by `Node.folderSlot`; slot 0 is unused (files point there).
+    private var folders: [FolderState] = [FolderState()]
+    /// Slots of released folders; reused for new folders.
+    private var freeFolderSlots: [UInt32] = []
     private(set) var symlinkTargets: [UInt32: String] = [:]
     /// Indices of detached nodes whose records were released; reused for new entries.
     private var freeList: [UInt32] = []
@@ -43,8 +49,11 @@ struct MetadataTree {
         root.mtime = folderTime
         root.ctime = folderTime
         root.lookups = 1  // the kernel holds the root for the life of the mount
-        nodes = [Node(parent: 0, name: "", kind: .file), root]
-        nodes[0].attached = false
+        var unused = Node(parent: 0, name: "", kind: .file)
+        unused.attached = false
+        nodes.append(unused)
+        root.folderSlot = allocateFolder(FolderState())
+        nodes.append(root)
     }
 
     // MARK: Reading
@@ -60,34 +69,36 @@ struct MetadataTree {
     func symlinkTarget(_ index: UInt32) -> String? { symlinkTargets[index] }
 
     func lookup(parent: UInt32, fold: FoldKey) -> ChildLookup {
-        guard let folder = nodes[Int(parent)].folder else { return .absent }
+        guard let folder = folderState(parent) else { return .absent }
         if let child = folder.children[fold] { return .found(child) }
         return folder.complete ? .absent : .unknown
     }
 
-    func isComplete(_ folder: UInt32) -> Bool { nodes[Int(folder)].folder?.complete ?? false }
+    func isComplete(_ folder: UInt32) -> Bool { folderState(folder)?.complete ?? false }
 
-    func listedAt(_ folder: UInt32) -> Double { nodes[Int(folder)].folder?.listedAt ?? 0 }
+    func listedAt(_ folder: UInt32) -> Double { folderState(folder)?.listedAt ?? 0 }
 
     /// The children of a folder, sorted by name bytes so listings are stable.
     mutating func children(of folder: UInt32) -> [UInt32] {
-        guard let state = nodes[Int(folder)].folder else { return [] }
+        guard let slot = folderSlot(folder) else { return [] }
+        let state = folders[slot]
         if let sorted = state.sorted, sorted.version == state.version { return sorted.children }
         let children = state.children.values.sorted { a, b in
             nodes[Int(a)].name.utf8.lexicographicallyPrecedes(nodes[Int(b)].name.utf8)
         }
-        nodes[Int(folder)].folder?.sorted = (state.version, children)
+        folders[slot].sorted = (state.version, children)
         return children
     }
 
     /// The folder's change counter (see FolderState.version).
-    func version(of folder: UInt32) -> UInt32 { nodes[Int(folder)].folder?.version ?? 0 }
+    func version(of folder: UInt32) -> UInt32 { folderState(folder)?.version ?? 0 }
 
     /// Records that the kernel was handed the listing of `version`; returns whether the kernel's
     /// cached listing (from an earlier handle) is that same listing.
     mutating func markServed(_ folder: UInt32, version: UInt32) -> Bool {
-        guard let served = nodes[Int(folder)].folder?.servedVersion else { return false }
-        nodes[Int(folder)].folder?.servedVersion = version
+        guard let slot = folderSlot(folder) else { return false }
+        let served = folders[slot].servedVersion
+        folders[slot].servedVersion = version
         return served == version
     }
 
@@ -154,8 +165,9 @@ struct MetadataTree {
         let fold = FoldKey(name.string)
         // Only a complete folder can have told the kernel "no such name" or filled its readdir
         // cache, so only its changes need kernel invalidation.
-        let parentComplete = nodes[Int(parent)].folder?.complete ?? false
-        if let existing = nodes[Int(parent)].folder?.children[fold] {
+        let parentSlot = folderSlot(parent)
+        let parentComplete = parentSlot.map { folders[$0].complete } ?? false
+        if let parentSlot, let existing = folders[parentSlot].children[fold] {
             // A new revision of a file gets a new inode, as a replace-by-rename would on a local
             // disk: open handles keep the old inode, whose size and cached pages stay those of
             // their revision, and the name points to the new one.
@@ -171,11 +183,11 @@ struct MetadataTree {
                     invalidations.append(.entry(parent: UInt64(parent), name: before.name))
                     invalidations.append(.inode(UInt64(parent)))
                     nodes[Int(existing)].name = name.string
-                    nodes[Int(parent)].folder?.version &+= 1
+                    folders[parentSlot].version &+= 1
                 }
                 let after = nodes[Int(existing)]
-                if before.size != after.size || before.rev != after.rev || before.mtime != after.mtime
-                    || before.id != after.id || before.contentHash != after.contentHash
+                if before.size != after.size || before.mtime != after.mtime || !before.sameIDAndRev(as: after)
+                    || before.contentHash != after.contentHash
                 {
                     invalidations.append(.inode(UInt64(existing)))
                 }
@@ -185,11 +197,13 @@ struct MetadataTree {
         }
         var node = Node(parent: parent, name: name.string, kind: kind)
         node.seenEpoch = epoch ?? 0
-        if kind == .folder && newFoldersComplete { node.folder?.complete = true }
+        if kind == .folder { node.folderSlot = allocateFolder(FolderState(complete: newFoldersComplete)) }
         let index = allocate(node)
         fill(index, from: metadata)
-        nodes[Int(parent)].folder?.children[fold] = index
-        nodes[Int(parent)].folder?.version &+= 1
+        if let parentSlot {
+            folders[parentSlot].children[fold] = index
+            folders[parentSlot].version &+= 1
+        }
         liveCount += 1
         if parentComplete {
             invalidations.append(.entry(parent: UInt64(parent), name: name.string))
@@ -200,21 +214,22 @@ struct MetadataTree {
 
     /// Removes the child with folded name `fold` of `parent`, with its whole subtree.
     mutating func remove(parent: UInt32, fold: FoldKey, invalidations: inout [Invalidation]) {
-        guard let child = nodes[Int(parent)].folder?.children[fold] else { return }
+        guard let child = folderState(parent)?.children[fold] else { return }
         detach(child, from: parent, fold: fold, invalidations: &invalidations)
     }
 
     /// Marks a folder completely listed (or not).
     mutating func setComplete(_ folder: UInt32, _ complete: Bool, at time: Double) {
-        nodes[Int(folder)].folder?.complete = complete
-        if complete { nodes[Int(folder)].folder?.listedAt = time }
+        guard let slot = folderSlot(folder) else { return }
+        folders[slot].complete = complete
+        if complete { folders[slot].listedAt = time }
     }
 
     /// After a full listing of `folder`, removes the children that the listing did not contain.
     mutating func removeChildren(
         of folder: UInt32, notIn seen: Set<UInt32>, invalidations: inout [Invalidation]
     ) {
-        guard let children = nodes[Int(folder)].folder?.children else { return }
+        guard let children = folderState(folder)?.children else { return }
         for (fold, child) in children where !seen.contains(child) {
             detach(child, from: folder, fold: fold, invalidations: &invalidations)
         }
@@ -227,14 +242,13 @@ struct MetadataTree {
     ) {
         var stack = [top]
         while let current = stack.popLast() {
-            guard var state = nodes[Int(current)].folder else { continue }
-            for (fold, child) in state.children where nodes[Int(child)].seenEpoch < epoch {
+            guard let slot = folderSlot(current) else { continue }
+            for (fold, child) in folders[slot].children where nodes[Int(child)].seenEpoch < epoch {
                 detach(child, from: current, fold: fold, invalidations: &invalidations)
             }
-            state = nodes[Int(current)].folder!
-            if !state.complete { nodes[Int(current)].folder?.complete = true }
-            nodes[Int(current)].folder?.listedAt = time
-            for child in state.children.values where nodes[Int(child)].kind == .folder {
+            if !folders[slot].complete { folders[slot].complete = true }
+            folders[slot].listedAt = time
+            for child in folders[slot].children.values where nodes[Int(child)].kind == .folder {
                 stack.append(child)
             }
         }
@@ -243,8 +257,8 @@ struct MetadataTree {
     /// Marks every folder incomplete, so each is listed again when next needed (after a cursor
     /// reset when no full listing runs).
     mutating func markAllIncomplete() {
-        for index in nodes.indices where nodes[index].attached && nodes[index].folder != nil {
-            nodes[index].folder?.complete = false
+        for index in nodes.indices where nodes[index].attached && nodes[index].folderSlot != 0 {
+            folders[Int(nodes[index].folderSlot)].complete = false
         }
     }
 
@@ -254,6 +268,25 @@ struct MetadataTree {
     }
 
     // MARK: Internals
+
+    /// The folder table slot of `index`, nil for a file (or a released node).
+    private func folderSlot(_ index: UInt32) -> Int? {
+        let slot = nodes[Int(index)].folderSlot
+        return slot == 0 ? nil : Int(slot)
+    }
+
+    private func folderState(_ index: UInt32) -> FolderState? {
+        folderSlot(index).map { folders[$0] }
+    }
+
+    private mutating func allocateFolder(_ state: FolderState) -> UInt32 {
+        if let slot = freeFolderSlots.popLast() {
+            folders[Int(slot)] = state
+            return slot
+        }
+        folders.append(state)
+        return UInt32(folders.count - 1)
+    }
 
     private mutating func fill(_ index: UInt32, from metadata: Metadata) {
         switch metadata {
@@ -285,6 +318,7 @@ struct MetadataTree {
             nodes[Int(index)] = node
             return index
         }
+        precondition(nodes.count < Int(UInt32.max), "too many nodes")
         nodes.append(node)
         return UInt32(nodes.count - 1)
     }
@@ -292,16 +326,18 @@ struct MetadataTree {
     private mutating func detach(
         _ index: UInt32, from parent: UInt32, fold: FoldKey, invalidations: inout [Invalidation]
     ) {
-        nodes[Int(parent)].folder?.children[fold] = nil
-        nodes[Int(parent)].folder?.version &+= 1
+        if let parentSlot = folderSlot(parent) {
+            folders[parentSlot].children[fold] = nil
+            folders[parentSlot].version &+= 1
+        }
         invalidations.append(.entry(parent: UInt64(parent), name: nodes[Int(index)].name))
         invalidations.append(.inode(UInt64(parent)))
         var stack = [index]
         while let current = stack.popLast() {
-            if let children = nodes[Int(current)].folder?.children {
-                stack.append(contentsOf: children.values)
+            if let slot = folderSlot(current) {
+                stack.append(contentsOf: folders[slot].children.values)
                 // A detached folder the kernel still holds lists as empty.
-                nodes[Int(current)].folder = FolderState(children: [:], complete: true, listedAt: 0)
+                folders[slot] = FolderState(children: [:], complete: true, listedAt: 0)
             }
             nodes[Int(current)].attached = false
             liveCount -= 1
@@ -312,6 +348,10 @@ struct MetadataTree {
 
     /// Frees a detached, forgotten node's storage and makes its index reusable.
     private mutating func release(_ index: UInt32) {
+        if let slot = folderSlot(index) {
+            folders[slot] = FolderState()
+            freeFolderSlots.append(UInt32(slot))
+        }
         nodes[Int(index)] = Node(parent: 0, name: "", kind: .file)
         nodes[Int(index)].attached = false
         symlinkTargets[index] = nil

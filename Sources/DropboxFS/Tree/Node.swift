@@ -1,6 +1,9 @@
-// One record per Dropbox entry, stored in the MetadataTree's array and addressed by its index, which
-// is also the inode number the kernel sees. A struct in an array (no class per entry) keeps a
-// million entries compact (NOTES-swift-fuse.md, memory); folder-only state lives in FolderState.
+// One record per Dropbox entry, stored in the MetadataTree's NodeStore and addressed by its index,
+// which is also the inode number the kernel sees. A struct in chunked storage (no class per entry)
+// keeps a million entries compact (NOTES-swift-fuse.md, memory; docs/PERFORMANCE.md): the `id` is
+// packed into 17 bytes, a hex `rev` of up to 16 digits into a UInt64, the content hash is 32 raw
+// bytes, and folder-only state lives in the tree's FolderState table, indexed by `folderSlot`. The
+// nodes are guarded by whatever guards their MetadataTree (Filesystem.state).
 
 import DropboxAPI
 
@@ -26,37 +29,216 @@ struct FolderState {
     var sorted: (version: UInt32, children: [UInt32])?
 }
 
+/// An `id` or `rev` that does not fit the packed forms, kept as is. Immutable, so Node stays a value.
+final class NodeSpill: Sendable {
+    let id: String?
+    let rev: String?
+
+    init?(id: String?, rev: String?) {
+        if id == nil && rev == nil { return nil }
+        self.id = id
+        self.rev = rev
+    }
+}
+
 struct Node {
-    /// Index of the parent folder (the root is its own parent).
-    var parent: UInt32
     /// The entry's own `name`, exactly as Dropbox sent it (validated by NodeName).
     var name: String
-    var kind: NodeKind
-    /// False once the entry left the tree; the record stays until the kernel forgets it.
-    var attached = true
-    var isDownloadable = true
-    var readOnly = false
+    /// The `id` and/or `rev` when they do not pack (see `id`, `rev`); nil for almost every node.
+    private var spill: NodeSpill?
     var size: UInt64 = 0
     /// client_modified (files) or the folder time, seconds since the epoch.
     var mtime: Int64 = 0
     /// server_modified (files) or the folder time.
     var ctime: Int64 = 0
-    /// Dropbox `id` ("id:...") and `rev`; empty for the root and for folders' rev.
-    var id: String = ""
-    var rev: String = ""
-    var contentHash: ContentHash?
+    /// The content hash's bytes; meaningful only when `hasHash`.
+    private var hash: ContentHash = Node.zeroHash
+    /// A packed `id` ("id:" + 22 URL-safe base64 characters): 6 bits per character.
+    private var idLow: UInt64 = 0
+    private var idHigh: UInt64 = 0
+    /// A packed `rev` (lowercase hex, 1 to 16 digits) as its value; `revForm` holds the digit count.
+    private var revBits: UInt64 = 0
     /// Distinguishes successive users of a reused index (FUSE's generation number).
     var generation: UInt64 = 0
-    /// The fill epoch that last saw this entry; a completed full listing removes older ones.
-    var seenEpoch: UInt32 = 0
     /// Kernel lookup count: how many LOOKUP/READDIRPLUS replies the kernel still holds.
     var lookups: UInt64 = 0
-    var folder: FolderState?
+    /// Index of the parent folder (the root is its own parent).
+    var parent: UInt32
+    /// The fill epoch that last saw this entry; a completed full listing removes older ones.
+    var seenEpoch: UInt32 = 0
+    /// The folder's index in MetadataTree's folder table; 0 for files (and released folders).
+    var folderSlot: UInt32 = 0
+    var kind: NodeKind
+    private var flags: UInt8 = Node.attachedFlag | Node.downloadableFlag
+    /// 0: no rev; 1...16: packed hex digits; `spilled`: in `spill`.
+    private var revForm: UInt8 = 0
+    /// Low 2 bits: 0 no id, 1 packed, `spilled` in `spill`; high 6 bits: the 22nd id character.
+    private var idForm: UInt8 = 0
 
     init(parent: UInt32, name: String, kind: NodeKind) {
         self.parent = parent
         self.name = name
         self.kind = kind
-        if kind == .folder { folder = FolderState() }
+    }
+
+    private static let zeroHash = ContentHash(bytes: [UInt8](repeating: 0, count: 32))
+    private static let attachedFlag: UInt8 = 1
+    private static let downloadableFlag: UInt8 = 2
+    private static let readOnlyFlag: UInt8 = 4
+    private static let hashFlag: UInt8 = 8
+    private static let spilled: UInt8 = 0xFF
+
+    private func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
+    private mutating func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
+
+    /// False once the entry left the tree; the record stays until the kernel forgets it.
+    var attached: Bool {
+        get { flag(Self.attachedFlag) }
+        set { setFlag(Self.attachedFlag, newValue) }
+    }
+    var isDownloadable: Bool {
+        get { flag(Self.downloadableFlag) }
+        set { setFlag(Self.downloadableFlag, newValue) }
+    }
+    var readOnly: Bool {
+        get { flag(Self.readOnlyFlag) }
+        set { setFlag(Self.readOnlyFlag, newValue) }
+    }
+
+    var contentHash: ContentHash? {
+        get { flag(Self.hashFlag) ? hash : nil }
+        set {
+            setFlag(Self.hashFlag, newValue != nil)
+            hash = newValue ?? Self.zeroHash
+        }
+    }
+
+    /// Dropbox `id` ("id:..."); empty for the root.
+    var id: String {
+        get {
+            switch idForm & 3 {
+            case 0: return ""
+            case 1: return Self.unpackID(idLow, idHigh, idForm >> 2)
+            default: return spill?.id ?? ""
+            }
+        }
+        set {
+            if newValue.isEmpty {
+                (idLow, idHigh, idForm) = (0, 0, 0)
+            } else if let packed = Self.packID(newValue) {
+                (idLow, idHigh, idForm) = packed
+            } else {
+                (idLow, idHigh, idForm) = (0, 0, 3)
+                spill = NodeSpill(id: newValue, rev: spill?.rev)
+                return
+            }
+            if spill?.id != nil { spill = NodeSpill(id: nil, rev: spill?.rev) }
+        }
+    }
+
+    /// Dropbox `rev`; empty for the root and for folders.
+    var rev: String {
+        get {
+            switch revForm {
+            case 0: return ""
+            case Self.spilled: return spill?.rev ?? ""
+            default: return Self.unpackRev(revBits, digits: Int(revForm))
+            }
+        }
+        set {
+            if newValue.isEmpty {
+                (revBits, revForm) = (0, 0)
+            } else if let packed = Self.packRev(newValue) {
+                (revBits, revForm) = packed
+            } else {
+                (revBits, revForm) = (0, Self.spilled)
+                spill = NodeSpill(id: spill?.id, rev: newValue)
+                return
+            }
+            if spill?.rev != nil { spill = NodeSpill(id: spill?.id, rev: nil) }
+        }
+    }
+
+    /// Whether `id` and `rev` are the same as `other`'s (without building the strings when packed).
+    func sameIDAndRev(as other: Node) -> Bool {
+        if idForm == other.idForm && revForm == other.revForm && idLow == other.idLow && idHigh == other.idHigh
+            && revBits == other.revBits && spill == nil && other.spill == nil
+        {
+            return true
+        }
+        return id.utf8.elementsEqual(other.id.utf8) && rev.utf8.elementsEqual(other.rev.utf8)
+    }
+
+    // MARK: Packing
+
+    private static let idPrefix = Array("id:".utf8)
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    private static func sextet(_ byte: UInt8) -> UInt64? {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return UInt64(byte - UInt8(ascii: "A"))
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return UInt64(byte - UInt8(ascii: "a") + 26)
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt64(byte - UInt8(ascii: "0") + 52)
+        case UInt8(ascii: "-"): return 62
+        case UInt8(ascii: "_"): return 63
+        default: return nil
+        }
+    }
+
+    /// "id:" + exactly 22 URL-safe base64 characters: characters 0-9 in the low 60 bits of `low`,
+    /// 10-19 in those of `high`, character 20 split over the top 4 bits of each, character 21 in the
+    /// top 6 bits of the form byte (whose low bits are 1). Anything else is not packed.
+    static func packID(_ id: String) -> (UInt64, UInt64, UInt8)? {
+        let utf8 = id.utf8
+        guard utf8.count == 25, utf8.starts(with: idPrefix) else { return nil }
+        var low: UInt64 = 0
+        var high: UInt64 = 0
+        var last: UInt64 = 0
+        for (i, byte) in utf8.dropFirst(3).enumerated() {
+            guard let v = sextet(byte) else { return nil }
+            switch i {
+            case 0..<10: low |= v << UInt64(6 * i)
+            case 10..<20: high |= v << UInt64(6 * (i - 10))
+            case 20:
+                low |= (v & 0xF) << 60
+                high |= (v >> 4) << 60
+            default: last = v
+            }
+        }
+        return (low, high, UInt8(last) << 2 | 1)
+    }
+
+    static func unpackID(_ low: UInt64, _ high: UInt64, _ last: UInt8) -> String {
+        var bytes = idPrefix
+        bytes.reserveCapacity(25)
+        for i in 0..<10 { bytes.append(alphabet[Int((low >> UInt64(6 * i)) & 63)]) }
+        for i in 0..<10 { bytes.append(alphabet[Int((high >> UInt64(6 * i)) & 63)]) }
+        bytes.append(alphabet[Int((low >> 60) | ((high >> 60) & 3) << 4)])
+        bytes.append(alphabet[Int(last & 63)])
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// 1 to 16 lowercase hex digits (leading zeros kept by the digit count).
+    static func packRev(_ rev: String) -> (UInt64, UInt8)? {
+        let utf8 = rev.utf8
+        guard (1...16).contains(utf8.count) else { return nil }
+        var value: UInt64 = 0
+        for byte in utf8 {
+            let digit: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+            value = value << 4 | digit
+        }
+        return (value, UInt8(utf8.count))
+    }
+
+    static func unpackRev(_ value: UInt64, digits: Int) -> String {
+        let hex = Array("0123456789abcdef".utf8)
+        var bytes = [UInt8](repeating: 0, count: digits)
+        for i in 0..<digits { bytes[digits - 1 - i] = hex[Int((value >> UInt64(4 * i)) & 15)] }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -1,0 +1,63 @@
+// Node's compact storage (Node.swift, NodeStore.swift): packed ids and revs read back exactly,
+// anything that does not pack is kept as is, and the chunked store addresses nodes across chunks.
+
+import DropboxAPI
+import Testing
+
+@testable import DropboxFS
+
+extension CoreTests {
+    @Suite struct NodeStorageTests {
+        @Test func idsAndRevsRoundTrip() {
+            let ids = [
+                "", "id:a4ayc_80_OEAAAAAAAAAXw", "id:AAAAAAAAAAAAAAAAAAAAAA", "id:______________________",
+                "id:-_09azAZ-_09azAZ-_09az", "id:short", "id:a4ayc_80_OEAAAAAAAAAXwX", "id:a4ayc_80_OEAAAAAAAAA+w",
+                "ns:12345", "idXa4ayc_80_OEAAAAAAAAAXw", "id:é4ayc_80_OEAAAAAAAAAX",
+            ]
+            let revs = [
+                "", "0", "a1c10ce0dd78", "015f3b0ac8a1e2f0", "0000000000000000", "ffffffffffffffff",
+                "015e8b1c2a9f3e70000000118d7d750", "A1C10CE0DD78", "5a00000f424g", "0123456789",
+            ]
+            for id in ids {
+                for rev in revs {
+                    var node = Node(parent: 1, name: "n", kind: .file)
+                    node.id = id
+                    node.rev = rev
+                    #expect(node.id == id)
+                    #expect(node.rev == rev)
+                    var other = node
+                    #expect(other.sameIDAndRev(as: node))
+                    other.rev = rev + "0"
+                    #expect(!other.sameIDAndRev(as: node))
+                    other.rev = rev
+                    other.id = ""
+                    #expect(other.sameIDAndRev(as: node) == id.isEmpty)
+                    #expect(node.id == id, "a copy's change leaves the original alone")
+                }
+            }
+        }
+
+        @Test func flagsAndHash() {
+            var node = Node(parent: 1, name: "n", kind: .file)
+            #expect(node.attached && node.isDownloadable && !node.readOnly && node.contentHash == nil)
+            let hash = ContentHash(bytes: (0..<32).map { UInt8($0) })
+            node.contentHash = hash
+            node.readOnly = true
+            node.isDownloadable = false
+            #expect(node.contentHash == hash && node.readOnly && !node.isDownloadable && node.attached)
+            node.contentHash = nil
+            node.attached = false
+            #expect(node.contentHash == nil && !node.attached && node.readOnly)
+        }
+
+        @Test func storeSpansChunks() {
+            var store = NodeStore()
+            let count = NodeStore.chunkSize * 2 + 3
+            for i in 0..<count { store.append(Node(parent: UInt32(i), name: "", kind: .file)) }
+            #expect(store.count == count && store.indices == 0..<count)
+            store[NodeStore.chunkSize].size = 7
+            #expect(store[NodeStore.chunkSize].size == 7 && store[NodeStore.chunkSize - 1].size == 0)
+            #expect(store.indices.allSatisfy { store[$0].parent == UInt32($0) })
+        }
+    }
+}
