@@ -14,8 +14,6 @@ final class CompletionSignal: Sendable {
     /// Guards whether the signal fired and who waits for it.
     private let state = Mutex(State())
 
-    var hasFired: Bool { state.withLock { $0.fired } }
-
     func fire() {
         let waiters = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
             s.fired = true

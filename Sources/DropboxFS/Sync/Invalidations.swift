@@ -21,11 +21,6 @@ final class InvalidationPublisher: Sendable {
         let unique = invalidations.filter { seen.insert(InvalidationKey($0)).inserted }
         queue.async { deliver(unique) }
     }
-
-    /// Waits until everything published so far was delivered (tests).
-    func flush() {
-        queue.sync {}
-    }
 }
 
 /// Hashable identity of an invalidation, comparing names by bytes.

@@ -64,8 +64,6 @@ struct MetadataTree {
         return node.attached || node.lookups > 0 ? node : nil
     }
 
-    func isLive(_ index: UInt32) -> Bool { node(index) != nil }
-
     func symlinkTarget(_ index: UInt32) -> String? { symlinkTargets[index] }
 
     func lookup(parent: UInt32, fold: FoldKey) -> ChildLookup {
@@ -260,11 +258,6 @@ struct MetadataTree {
         for index in nodes.indices where nodes[index].attached && nodes[index].folderSlot != 0 {
             folders[Int(nodes[index].folderSlot)].complete = false
         }
-    }
-
-    /// Records that a listing of `epoch` saw `index` (the root of a subtree listing).
-    mutating func markSeen(_ index: UInt32, epoch: UInt32) {
-        nodes[Int(index)].seenEpoch = epoch
     }
 
     // MARK: Internals
