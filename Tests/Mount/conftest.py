@@ -132,20 +132,7 @@ def mount_factory(binary, tmp_path):
         return m
 
     yield start
-    problems = []
-    for m in mounts:
-        try:
-            m.unmount()
-        except AssertionError as e:
-            problems.append(str(e))
-        if is_mounted(m.path):
-            subprocess.run(["fusermount3", "-uz", m.path], check=False, capture_output=True, timeout=15)
-            problems.append(f"{m.path} was still mounted after the daemon exited")
-        for line in m.log_text().splitlines():
-            if "[error]" in line and not any(a in line for a in m.allowed_log):
-                problems.append(f"unexpected error in daemon log: {line}")
-    if problems:
-        pytest.fail("\n".join(problems))
+    unmount_all(mounts)
 
 
 @pytest.fixture
@@ -167,5 +154,24 @@ def background_mounts():
                 problems.append(f"daemon {pid} for {path} did not exit after unmount")
         if is_mounted(path):
             subprocess.run(["fusermount3", "-uz", str(path)], check=False, capture_output=True, timeout=15)
+    if problems:
+        pytest.fail("\n".join(problems))
+
+
+def unmount_all(mounts):
+    """Teardown of mount fixtures: unmount every mount even after failures, then fail the test if a
+    daemon did not exit, a mount stayed, or a daemon logged an unexpected `[error]` line."""
+    problems = []
+    for m in mounts:
+        try:
+            m.unmount()
+        except AssertionError as e:
+            problems.append(str(e))
+        if is_mounted(m.path):
+            subprocess.run(["fusermount3", "-uz", m.path], check=False, capture_output=True, timeout=15)
+            problems.append(f"{m.path} was still mounted after the daemon exited")
+        for line in m.log_text().splitlines():
+            if "[error]" in line and not any(a in line for a in m.allowed_log):
+                problems.append(f"unexpected error in daemon log: {line}")
     if problems:
         pytest.fail("\n".join(problems))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Mount
+from conftest import Mount, unmount_all
 from helpers import (closed_port, env_for, expected_entries, is_mounted, run, wait_for_fill,
                      wait_until)
 
@@ -318,20 +318,7 @@ def auth_mounts(binary, tmp_path):
         return m
 
     yield start
-    problems = []
-    for m in mounts:
-        try:
-            m.unmount()
-        except AssertionError as e:
-            problems.append(str(e))
-        if is_mounted(m.path):
-            subprocess.run(["fusermount3", "-uz", m.path], check=False, capture_output=True, timeout=15)
-            problems.append(f"{m.path} was still mounted after the daemon exited")
-        for line in m.log_text().splitlines():
-            if "[error]" in line and not any(a in line for a in m.allowed_log):
-                problems.append(f"unexpected error in daemon log: {line}")
-    if problems:
-        pytest.fail("\n".join(problems))
+    unmount_all(mounts)
 
 
 def visible_tree(fake):
