@@ -23,9 +23,11 @@ extension Filesystem {
     /// ENODATA: `ls -l` then stops asking for SELinux labels and ACLs on this mount after the first
     /// file, instead of costing a kernel round trip per entry.
     public func extendedAttribute(_ name: String, of inode: UInt64) throws(FilesystemError) -> String {
-        let attributes = try extendedAttributes(of: inode)
-        guard name.hasPrefix("user.") else { throw .notSupported }
-        guard let value = attributes.first(where: { $0.name == name })?.value else { throw .noAttribute }
+        guard name.hasPrefix("user.") else {
+            _ = try Self.index(inode)
+            throw .notSupported
+        }
+        guard let value = try extendedAttributes(of: inode).first(where: { $0.name == name })?.value else { throw .noAttribute }
         return value
     }
 }
