@@ -1,102 +1,135 @@
-// Folder handles. opendir lists the folder if needed and snapshots its children (an immutable,
-// cached sorted array, so opening a 50,000-entry folder copies nothing); readdir turns a range of
-// the snapshot into entries with current attributes; releasedir drops it. Readdirplus reports
-// which entries reached the kernel, since each one counts as a kernel lookup.
+// Folder listings for the kernel, without folder handles. The kernel reads a folder in pieces
+// (readdir or readdirplus from an offset); each piece is served from the folder's cached sorted
+// child array, so a 50,000-entry folder costs no copy and opening a folder costs no round trip: on
+// kernels that allow it the adapter answers opendir with ENOSYS, and the kernel opens folders itself
+// with its readdir cache kept (FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR) and sends no releasedir.
 //
-// The kernel caches folder listings (cache_readdir). A listing is stale when the folder changed
-// after its snapshot was taken, so opendir lets the kernel keep its cache only when the last
-// listing it was handed is the current one, and releasedir invalidates the folder again when the
-// handle's snapshot was outdated (its pages may have reached the cache after the invalidation).
+// Offsets are cookies: "." is followed by 1, ".." by 2, and the child at sorted position i by
+// (child inode << 32) | (i + 3). Resuming after a child finds it again by position or, when the
+// folder changed in between, by its name, so a listing read while the folder changes neither
+// repeats nor skips an entry that did not change.
+//
+// The kernel's readdir cache is made stale by remote changes. Every change of a folder's entries
+// bumps the folder's version, which its mtime carries in the nanoseconds (Node+Attributes), and
+// publishes an inode invalidation. The kernel checks a folder's mtime each time a listing starts
+// and drops a cached listing whose mtime differs from the one it started with (fs/fuse/readdir.c,
+// with FUSE_CAP_AUTO_INVAL_DATA refreshing invalidated attributes first). That closes the race in
+// which a piece built before a change reaches the cache after the change's invalidation.
 
 import DropboxAPI
 
-/// An open folder handle: the folder, its parent, and its children when opened.
-struct DirectorySnapshot {
-    var folder: UInt32
-    var parent: UInt32
-    var children: [UInt32]
-    var version: UInt32
-    /// Whether the kernel may keep its cached listing for this open.
-    var keepKernelCache: Bool
-}
-
 extension Filesystem {
-    /// Opens a folder, listing it first when needed, and returns a handle ("." and ".." come first).
-    public func openDirectory(_ inode: UInt64) async throws(FilesystemError) -> UInt64 {
+    /// Lists a folder if its listing is not complete and fresh, so `readDirectory` can serve it.
+    public func prepareDirectory(_ inode: UInt64) async throws(FilesystemError) {
+        try await ensureListed(try Self.index(inode))
+    }
+
+    /// Whether `readDirectory` of this folder can be served at once (false: call
+    /// `prepareDirectory` first). A deleted folder the kernel still holds is ready: it is empty.
+    public func isDirectoryReady(_ inode: UInt64) throws(FilesystemError) -> Bool {
         let index = try Self.index(inode)
-        try await ensureListed(index)
-        return try snapshot(index, requireFresh: false)!
+        return try state.withLock { (s: inout State) throws(FilesystemError) -> Bool in
+            guard let node = s.tree.node(index) else { throw .stale }
+            guard node.kind == .folder else { throw .notADirectory }
+            return !node.attached || isFresh(index, in: s)
+        }
     }
 
-    /// Opens a folder without waiting when its listing is fresh; nil when it must be listed first
-    /// (then call `openDirectory`).
-    public func openDirectoryCached(_ inode: UInt64) throws(FilesystemError) -> UInt64? {
-        try snapshot(try Self.index(inode), requireFresh: true)
+    /// True when folder listings expire (no change watcher): the adapter then keeps opendir, the
+    /// kernel's only call at the start of every listing, as the point to list a folder again.
+    public var listingsExpire: Bool { options.folderListingTTL.isFinite }
+
+    /// For opendir: whether the kernel may keep its cached listing of the folder, that is whether
+    /// the listing it was last handed is the current one. Records the current one as handed out.
+    public func kernelMayKeepListing(_ inode: UInt64) -> Bool {
+        guard let index = try? Self.index(inode) else { return false }
+        return state.withLock { s in
+            guard s.tree.node(index) != nil else { return false }
+            return s.tree.markServed(index, version: s.tree.version(of: index))
+        }
     }
 
-    /// Whether the kernel may keep its cached listing of the folder opened as `handle`.
-    public func kernelMayKeepListing(handle: UInt64) -> Bool {
-        state.withLock { $0.directoryHandles[handle]?.keepKernelCache ?? false }
-    }
-
-    /// Offers the entries of an open folder from `offset` on to `add` until it returns false
-    /// (`nextOffset` is the offset of the following entry). With `countingLookups` (readdirplus)
-    /// each accepted child entry counts one kernel lookup. Children that left the tree since
-    /// opendir are skipped.
+    /// Offers the entries of a folder after offset `cookie` (0: from the start) to `add` until it
+    /// returns false; `nextOffset` is the cookie of the entry after it. With `countingLookups`
+    /// (readdirplus) each accepted child entry counts one kernel lookup.
     public func readDirectory(
-        handle: UInt64, from offset: Int, countingLookups: Bool,
-        add: (_ entry: DirectoryEntry, _ nextOffset: Int) -> Bool
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool,
+        add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
     ) throws(FilesystemError) {
+        let index = try Self.index(inode)
         try state.withLock { (s: inout State) throws(FilesystemError) in
-            guard let snapshot = s.directoryHandles[handle] else { throw .badHandle }
+            guard let node = s.tree.node(index) else { throw .stale }
+            guard node.kind == .folder else { throw .notADirectory }
             let ownership = options.ownership
-            guard offset >= 0 else { return }
-            var position = offset
-            while position < snapshot.children.count + 2 {
-                let entry: DirectoryEntry
-                if position < 2 {
-                    let index = position == 0 ? snapshot.folder : snapshot.parent
-                    entry = DirectoryEntry(
-                        name: position == 0 ? "." : "..",
-                        attributes: s.tree.nodes[Int(index)].attributes(inode: index, ownership: ownership))
-                } else {
-                    let child = snapshot.children[position - 2]
-                    let node = s.tree.nodes[Int(child)]
-                    guard node.attached, node.parent == snapshot.folder else {
-                        position += 1
-                        continue
-                    }
-                    entry = DirectoryEntry(name: node.name, attributes: node.attributes(inode: child, ownership: ownership))
+            let children = s.tree.children(of: index)
+            var position: Int
+            switch DirectoryCookie.resume(after: cookie, in: children, tree: s.tree, folder: index) {
+            case .dot(let dot):
+                for which in dot..<2 {
+                    let target = which == 0 ? index : node.parent
+                    let entry = DirectoryEntry(
+                        name: which == 0 ? "." : "..", attributes: s.tree.attributes(of: target, ownership: ownership))
+                    guard add(entry, UInt64(which + 1)) else { return }
                 }
-                guard add(entry, position + 1) else { return }
-                if countingLookups && position >= 2 { s.tree.addLookup(UInt32(entry.attributes.inode)) }
+                position = 0
+            case .child(let at):
+                position = at
+            }
+            while position < children.count {
+                let child = children[position]
+                let entry = DirectoryEntry(
+                    name: s.tree.nodes[Int(child)].name, attributes: s.tree.attributes(of: child, ownership: ownership))
+                guard add(entry, DirectoryCookie.after(child: child, position: position)) else { return }
+                if countingLookups { s.tree.addLookup(child) }
                 position += 1
             }
         }
     }
+}
 
-    public func releaseDirectory(handle: UInt64) {
-        let stale: UInt32? = state.withLock { s in
-            guard let snapshot = s.directoryHandles.removeValue(forKey: handle) else { return nil }
-            guard s.tree.node(snapshot.folder) != nil else { return nil }
-            return s.tree.version(of: snapshot.folder) == snapshot.version ? nil : snapshot.folder
-        }
-        if let stale { invalidations.publish([.inode(UInt64(stale))]) }
+/// The offsets handed to the kernel with each folder entry (see the file comment).
+enum DirectoryCookie {
+    enum Resume: Equatable {
+        /// Continue with "." (0) or ".." (1).
+        case dot(Int)
+        /// Continue with the child at this sorted position.
+        case child(Int)
     }
 
-    private func snapshot(_ index: UInt32, requireFresh: Bool) throws(FilesystemError) -> UInt64? {
-        try state.withLock { (s: inout State) throws(FilesystemError) -> UInt64? in
-            guard let node = s.tree.node(index) else { throw .stale }
-            guard node.kind == .folder else { throw .notADirectory }
-            if requireFresh && node.attached && !isFresh(index, in: s) { return nil }
-            let version = s.tree.version(of: index)
-            let snapshot = DirectorySnapshot(
-                folder: index, parent: node.parent, children: s.tree.children(of: index), version: version,
-                keepKernelCache: s.tree.markServed(index, version: version))
-            let handle = s.nextHandle
-            s.nextHandle += 1
-            s.directoryHandles[handle] = snapshot
-            return handle
+    static func after(child: UInt32, position: Int) -> UInt64 {
+        (UInt64(child & 0x7fff_ffff) << 32) | UInt64(position + 3)
+    }
+
+    /// Where a listing continues after the entry whose cookie is `cookie`.
+    static func resume(after cookie: UInt64, in children: [UInt32], tree: MetadataTree, folder: UInt32) -> Resume {
+        let low = cookie & 0xffff_ffff
+        if low < 2 { return .dot(Int(low)) }
+        if low == 2 { return .child(0) }
+        let last = Int(min(low - 3, UInt64(children.count)))
+        let child = UInt32(truncatingIfNeeded: cookie >> 32)
+        // The common case: the folder did not change since the previous piece.
+        if last < children.count && children[last] & 0x7fff_ffff == child { return .child(last + 1) }
+        // The folder changed: continue after the entry's name. A removed entry the kernel still
+        // holds keeps its name; one already released is assumed to be the one removed, so the
+        // entry now at its position is the next one.
+        guard child > MetadataTree.rootIndex, Int(child) < tree.nodes.count else { return .child(last) }
+        let node = tree.nodes[Int(child)]
+        guard node.parent == folder, !node.name.isEmpty else { return .child(last) }
+        return .child(firstPosition(after: node.name, in: children, tree: tree))
+    }
+
+    /// The position of the first child whose name sorts after `name` (byte order).
+    static func firstPosition(after name: String, in children: [UInt32], tree: MetadataTree) -> Int {
+        var low = 0
+        var high = children.count
+        while low < high {
+            let middle = (low + high) / 2
+            if name.utf8.lexicographicallyPrecedes(tree.nodes[Int(children[middle])].name.utf8) {
+                high = middle
+            } else {
+                low = middle + 1
+            }
         }
+        return low
     }
 }

@@ -47,7 +47,7 @@ extension Filesystem {
                 let node = s.tree.nodes[Int(child)]
                 guard node.name.utf8.elementsEqual(name.utf8) else { return settled ? .notFound : .needsListing }
                 s.tree.addLookup(child)
-                return .found(node.attributes(inode: child, ownership: options.ownership))
+                return .found(s.tree.attributes(of: child, ownership: options.ownership))
             case .absent, .unknown:
                 return settled ? .notFound : .needsListing
             }
@@ -58,8 +58,8 @@ extension Filesystem {
     public func attributes(of inode: UInt64) throws(FilesystemError) -> FileAttributes {
         let index = try Self.index(inode)
         return try state.withLock { (s: inout State) throws(FilesystemError) -> FileAttributes in
-            guard let node = s.tree.node(index) else { throw .stale }
-            return node.attributes(inode: index, ownership: options.ownership)
+            guard s.tree.node(index) != nil else { throw .stale }
+            return s.tree.attributes(of: index, ownership: options.ownership)
         }
     }
 

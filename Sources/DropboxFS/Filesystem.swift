@@ -3,8 +3,8 @@
 // of FUSE or libcurl: inodes are UInt64, errors are FilesystemError, and the client is any
 // DropboxClient, so the whole core runs in unit tests against an in-memory Dropbox.
 //
-// Locking: `state` (one Mutex) guards the tree, the in-flight listings, the open folder snapshots
-// and the warning memory. It is never held across an `await` or a network call.
+// Locking: `state` (one Mutex) guards the tree, the in-flight listings, the sync progress and the
+// warning memory. It is never held across an `await` or a network call.
 
 import DropboxAPI
 import Synchronization
@@ -77,9 +77,6 @@ public final class Filesystem: Sendable {
         var tree: MetadataTree
         /// Folder index -> the listing filling it; concurrent callers share it.
         var listings: [UInt32: Task<Void, any Error>] = [:]
-        /// Open folder handles -> the children snapshotted at opendir.
-        var directoryHandles: [UInt64: DirectorySnapshot] = [:]
-        var nextHandle: UInt64 = 1
         /// Names already warned about, so each hidden name is logged once.
         var warnedNames: Set<String> = []
         var spaceUsage: (value: SpaceUsage, at: Double)?

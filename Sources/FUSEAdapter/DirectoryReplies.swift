@@ -1,26 +1,82 @@
-// readdir and readdirplus: fill the kernel's buffer from the folder snapshot taken at opendir.
-// Offsets are positions in the snapshot; readdirplus entries count as kernel lookups only when they
-// fit in the buffer ("." and ".." carry inode 0 so they count as none).
+// opendir, readdir and readdirplus. There are no folder handles: every piece of a listing is served
+// from the core by offset (Filesystem+Directories.swift). The first piece of a folder not listed
+// yet is answered from a Task once the listing arrives. readdirplus entries count as kernel
+// lookups only when they fit in the buffer ("." and ".." carry inode 0 so they count as none).
 
 import CFuse
 import DropboxFS
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 enum DirectoryReplies {
-    static func readdir(_ request: FUSERequest, handle: UInt64, size: Int, offset: Int) {
-        fill(request, handle: handle, size: size, offset: offset, plus: false)
+    /// opendir is only answered with a handle where the kernel cannot open folders itself, or
+    /// where listings expire and opendir is the point to list a folder again.
+    static func opendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
+        let fs = FUSEFilesystem.of(request.raw)
+        if fs.kernelOpensFolders.load(ordering: .relaxed) {
+            request.fail(errno: ENOSYS)  // "success, and no more opendir or releasedir"
+            return
+        }
+        do {
+            if try fs.core.isDirectoryReady(ino) {
+                replyOpendir(request, ino: ino, info: info)
+                return
+            }
+        } catch {
+            request.fail(error)
+            return
+        }
+        Task {
+            do {
+                try await fs.core.prepareDirectory(ino)
+                replyOpendir(request, ino: ino, info: info)
+            } catch {
+                request.fail(error)
+            }
+        }
     }
 
-    static func readdirplus(_ request: FUSERequest, handle: UInt64, size: Int, offset: Int) {
-        fill(request, handle: handle, size: size, offset: offset, plus: true)
+    private static func replyOpendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
+        var reply = info.value
+        reply.fh = 0
+        // The kernel caches this folder's listing until invalidated, and keeps an earlier cached
+        // listing only when the core says it is still the current one.
+        reply.cache_readdir = 1
+        reply.keep_cache = FUSEFilesystem.of(request.raw).core.kernelMayKeepListing(ino) ? 1 : 0
+        request.open(reply)
     }
 
-    private static func fill(_ request: FUSERequest, handle: UInt64, size: Int, offset: Int, plus: Bool) {
+    static func readdir(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
+        let fs = FUSEFilesystem.of(request.raw)
+        do {
+            // Later pieces are served from what the tree holds, even if it went stale meanwhile.
+            if try offset > 0 || fs.core.isDirectoryReady(ino) {
+                fill(request, ino: ino, size: size, offset: offset, plus: plus)
+                return
+            }
+        } catch {
+            request.fail(error)
+            return
+        }
+        Task {
+            do {
+                try await fs.core.prepareDirectory(ino)
+                fill(request, ino: ino, size: size, offset: offset, plus: plus)
+            } catch {
+                request.fail(error)
+            }
+        }
+    }
+
+    private static func fill(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
         let fs = FUSEFilesystem.of(request.raw)
         do {
             var buffer = [CChar](repeating: 0, count: size)
             var used = 0
             try buffer.withUnsafeMutableBufferPointer { (buf) throws(FilesystemError) in
-                try fs.core.readDirectory(handle: handle, from: offset, countingLookups: plus) { entry, nextOffset in
+                try fs.core.readDirectory(ino, from: UInt64(offset), countingLookups: plus) { entry, nextOffset in
                     let remaining = size - used
                     let needed: Int
                     if plus {

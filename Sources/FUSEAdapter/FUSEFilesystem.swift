@@ -1,12 +1,17 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
-// kernel cache settings. It holds no state of its own beyond configuration.
+// kernel cache settings, and one decision taken when the kernel connects (whether opendir is
+// answered at all; see FUSEOperations.configure).
 
 import CFuse
 import DropboxFS
+import Synchronization
 
 public final class FUSEFilesystem: Sendable {
     public let core: Filesystem
     public let timeouts: CacheTimeouts
+    /// Set once in the init callback, before the kernel sends any other request: the kernel opens
+    /// folders by itself (opendir answers ENOSYS, no releasedir follows).
+    let kernelOpensFolders = Atomic<Bool>(false)
 
     public init(core: Filesystem, timeouts: CacheTimeouts) {
         self.core = core

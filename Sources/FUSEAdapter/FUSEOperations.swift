@@ -7,6 +7,7 @@
 // FUSEFilesystem through fuse_req_userdata.
 
 import CFuse
+import DropboxAPI  // for Log only
 import DropboxFS
 
 #if canImport(Glibc)
@@ -16,9 +17,9 @@ import DropboxFS
 enum FUSEOperations {
     static func table() -> fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
-        ops.`init` = { _, conn in
-            guard let conn else { return }
-            FUSEOperations.configure(conn)
+        ops.`init` = { userdata, conn in
+            guard let userdata, let conn else { return }
+            FUSEOperations.configure(conn, Unmanaged<FUSEFilesystem>.fromOpaque(userdata).takeUnretainedValue())
         }
         ops.lookup = { req, parent, name in
             guard let req, let name else { return }
@@ -60,19 +61,18 @@ enum FUSEOperations {
         }
         ops.opendir = { req, ino, fi in
             guard let req, let fi else { return }
-            FUSEOperations.opendir(FUSERequest(req), ino: ino, info: FileInfo(fi))
+            DirectoryReplies.opendir(FUSERequest(req), ino: ino, info: FileInfo(fi))
         }
-        ops.readdir = { req, _, size, offset, fi in
-            guard let req, let fi else { return }
-            DirectoryReplies.readdir(FUSERequest(req), handle: fi.pointee.fh, size: size, offset: offset)
-        }
-        ops.readdirplus = { req, _, size, offset, fi in
-            guard let req, let fi else { return }
-            DirectoryReplies.readdirplus(FUSERequest(req), handle: fi.pointee.fh, size: size, offset: offset)
-        }
-        ops.releasedir = { req, _, fi in
+        ops.readdir = { req, ino, size, offset, _ in
             guard let req else { return }
-            if let fi { FUSEFilesystem.of(req).core.releaseDirectory(handle: fi.pointee.fh) }
+            DirectoryReplies.readdir(FUSERequest(req), ino: ino, size: size, offset: Int(offset), plus: false)
+        }
+        ops.readdirplus = { req, ino, size, offset, _ in
+            guard let req else { return }
+            DirectoryReplies.readdir(FUSERequest(req), ino: ino, size: size, offset: Int(offset), plus: true)
+        }
+        ops.releasedir = { req, _, _ in
+            guard let req else { return }
             fuse_reply_err(req, 0)
         }
         ops.statfs = { req, _ in
@@ -129,16 +129,24 @@ enum FUSEOperations {
     }
 
     /// Kernel capabilities: forced readdirplus (one round trip lists and stats a folder), cached
-    /// symlinks, parallel directory operations.
-    fileprivate static func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
+    /// symlinks, parallel directory operations, attributes refreshed before a cached listing is
+    /// reused (it is dropped when the folder's mtime moved), and folders opened by the kernel
+    /// itself unless listings expire (opendir is then the hook to list a folder again).
+    fileprivate static func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>, _ fs: FUSEFilesystem) {
         let capable = conn.pointee.capable
         var want = conn.pointee.want
-        for flag in [FUSE_CAP_READDIRPLUS, FUSE_CAP_CACHE_SYMLINKS, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_READ]
+        for flag in [
+            FUSE_CAP_READDIRPLUS, FUSE_CAP_CACHE_SYMLINKS, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_READ,
+            FUSE_CAP_AUTO_INVAL_DATA,
+        ]
         where capable & UInt32(flag) != 0 {
             want |= UInt32(flag)
         }
         want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
         conn.pointee.want = want
+        let noOpendir = capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 && !fs.core.listingsExpire
+        fs.kernelOpensFolders.store(noOpendir, ordering: .relaxed)
+        Log.debug(noOpendir ? "the kernel opens folders itself (no opendir)" : "folders are opened through opendir")
     }
 
     fileprivate static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
@@ -167,36 +175,6 @@ enum FUSEOperations {
                 request.fail(error)
             }
         }
-    }
-
-    fileprivate static func opendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
-        let fs = FUSEFilesystem.of(request.raw)
-        do {
-            if let handle = try fs.core.openDirectoryCached(ino) {
-                replyOpendir(request, info: info, handle: handle)
-                return
-            }
-        } catch {
-            request.fail(error)
-            return
-        }
-        Task {
-            do {
-                replyOpendir(request, info: info, handle: try await fs.core.openDirectory(ino))
-            } catch {
-                request.fail(error)
-            }
-        }
-    }
-
-    private static func replyOpendir(_ request: FUSERequest, info: FileInfo, handle: UInt64) {
-        var reply = info.value
-        reply.fh = handle
-        // The kernel caches this folder's listing until invalidated, and keeps an earlier cached
-        // listing only when the core says it is still the current one.
-        reply.cache_readdir = 1
-        reply.keep_cache = FUSEFilesystem.of(request.raw).core.kernelMayKeepListing(handle: handle) ? 1 : 0
-        request.open(reply)
     }
 }
 

@@ -117,9 +117,10 @@ enum StatConversion {
         st.st_size = Int(clamping: a.size)
         st.st_blocks = Int(clamping: a.blocks)
         st.st_blksize = Int(a.blockSize)
-        st.st_atim = timespec(tv_sec: Int(a.atime), tv_nsec: 0)
-        st.st_mtim = timespec(tv_sec: Int(a.mtime), tv_nsec: 0)
-        st.st_ctim = timespec(tv_sec: Int(a.ctime), tv_nsec: 0)
+        let nanoseconds = Int(a.timeNanoseconds)
+        st.st_atim = timespec(tv_sec: Int(a.atime), tv_nsec: nanoseconds)
+        st.st_mtim = timespec(tv_sec: Int(a.mtime), tv_nsec: nanoseconds)
+        st.st_ctim = timespec(tv_sec: Int(a.ctime), tv_nsec: nanoseconds)
         return st
     }
 }

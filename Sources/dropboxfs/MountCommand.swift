@@ -82,6 +82,7 @@ enum MountCommand {
         do {
             try session.run {
                 Log.info("mounted \(account.email)'s Dropbox on \(mountpoint)")
+                MountGuard.start(mountpoint: mountpoint)
                 core.startSync()
                 Daemon.reportReady()
             }

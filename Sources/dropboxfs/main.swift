@@ -25,6 +25,8 @@ func run(_ arguments: [String]) -> ExitCode {
             return try AuthCommand.run(Array(arguments.dropFirst()))
         case "status":
             return try StatusCommand.run(Array(arguments.dropFirst()))
+        case MountGuard.command:
+            return MountGuard.watch(Array(arguments.dropFirst()))
         default:
             throw CommandFailure(.usage, "unknown command '\(command)' (see dropboxfs --help)")
         }

@@ -1,6 +1,8 @@
 // Dropbox metadata -> POSIX attributes, as SEMANTICS.md documents them: read-only permission bits
 // owned by the mounting user, st_blocks from the size so du is right, client_modified as mtime and
-// server_modified as ctime, one fixed time for folders (Dropbox does not date them).
+// server_modified as ctime, one fixed time for folders (Dropbox does not date them) whose
+// nanoseconds count the changes of the folder's entries, so the kernel can tell a cached listing
+// of a folder from its current one (Filesystem+Directories.swift).
 
 /// The attributes of one inode, free of any FUSE or libc type.
 public struct FileAttributes: Sendable, Equatable {
@@ -19,6 +21,9 @@ public struct FileAttributes: Sendable, Equatable {
     public var atime: Int64
     public var mtime: Int64
     public var ctime: Int64
+    /// The nanoseconds of all three times: 0 for files; for folders, the count of the folder's
+    /// changes since mount modulo 10^9 (FolderState.stamp).
+    public var timeNanoseconds: UInt32 = 0
 }
 
 /// Who owns the files, and how permissive the bits are.
@@ -32,7 +37,17 @@ public struct Ownership: Sendable, Equatable {
     }
 }
 
+extension MetadataTree {
+    /// The attributes of a node, a folder's change counter included.
+    func attributes(of index: UInt32, ownership: Ownership) -> FileAttributes {
+        var attributes = nodes[Int(index)].attributes(inode: index, ownership: ownership)
+        if attributes.kind == .folder { attributes.timeNanoseconds = stamp(of: index) % 1_000_000_000 }
+        return attributes
+    }
+}
+
 extension Node {
+    /// The attributes of the node alone; use MetadataTree.attributes(of:ownership:) for folders.
     func attributes(inode: UInt32, ownership: Ownership) -> FileAttributes {
         let permissions: UInt32
         switch kind {

@@ -91,6 +91,9 @@ struct MetadataTree {
     /// The folder's change counter (see FolderState.version).
     func version(of folder: UInt32) -> UInt32 { folderState(folder)?.version ?? 0 }
 
+    /// The folder's count of changes the kernel was told about (see FolderState.stamp).
+    func stamp(of folder: UInt32) -> UInt32 { folderState(folder)?.stamp ?? 0 }
+
     /// Records that the kernel was handed the listing of `version`; returns whether the kernel's
     /// cached listing (from an earlier handle) is that same listing.
     mutating func markServed(_ folder: UInt32, version: UInt32) -> Bool {
@@ -182,6 +185,7 @@ struct MetadataTree {
                     invalidations.append(.inode(UInt64(parent)))
                     nodes[Int(existing)].name = name.string
                     folders[parentSlot].version &+= 1
+                    folders[parentSlot].stamp &+= 1
                 }
                 let after = nodes[Int(existing)]
                 if before.size != after.size || before.mtime != after.mtime || !before.sameIDAndRev(as: after)
@@ -203,7 +207,8 @@ struct MetadataTree {
             folders[parentSlot].version &+= 1
         }
         liveCount += 1
-        if parentComplete {
+        if let parentSlot, parentComplete {
+            folders[parentSlot].stamp &+= 1
             invalidations.append(.entry(parent: UInt64(parent), name: name.string))
             invalidations.append(.inode(UInt64(parent)))
         }
@@ -257,6 +262,7 @@ struct MetadataTree {
     mutating func markAllIncomplete() {
         for index in nodes.indices where nodes[index].attached && nodes[index].folderSlot != 0 {
             folders[Int(nodes[index].folderSlot)].complete = false
+            folders[Int(nodes[index].folderSlot)].stamp &+= 1
         }
     }
 
@@ -322,6 +328,7 @@ struct MetadataTree {
         if let parentSlot = folderSlot(parent) {
             folders[parentSlot].children[fold] = nil
             folders[parentSlot].version &+= 1
+            folders[parentSlot].stamp &+= 1
         }
         invalidations.append(.entry(parent: UInt64(parent), name: nodes[Int(index)].name))
         invalidations.append(.inode(UInt64(parent)))
@@ -330,7 +337,7 @@ struct MetadataTree {
             if let slot = folderSlot(current) {
                 stack.append(contentsOf: folders[slot].children.values)
                 // A detached folder the kernel still holds lists as empty.
-                folders[slot] = FolderState(children: [:], complete: true, listedAt: 0)
+                folders[slot] = FolderState(children: [:], complete: true, listedAt: 0, stamp: folders[slot].stamp &+ 1)
             }
             nodes[Int(current)].attached = false
             liveCount -= 1

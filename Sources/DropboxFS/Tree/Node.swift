@@ -21,6 +21,11 @@ struct FolderState {
     var listedAt: Double = 0
     /// Bumped whenever the set of children (or a child's name) changes.
     var version: UInt32 = 0
+    /// Bumped with every change of the children that is published as a kernel invalidation (and
+    /// at a cursor reset): the folder's mtime nanoseconds, so the kernel drops a cached listing
+    /// that predates it. Unlike `version` it stays put while a listing fills a folder the kernel
+    /// has no listing of, so a folder's mtime does not churn during the background fill.
+    var stamp: UInt32 = 0
     /// The `version` of the last listing handed to the kernel: when it differs, the kernel's
     /// cached listing of this folder may be stale.
     var servedVersion: UInt32 = 0

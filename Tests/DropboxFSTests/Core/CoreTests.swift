@@ -105,11 +105,10 @@ extension CoreTests {
         try await resolve(fs, path).inode
     }
 
-    /// The child names of a folder (opendir + readdir + releasedir), "." and ".." left out.
+    /// The child names of a folder (listed first when needed), "." and ".." left out.
     static func names(_ fs: Filesystem, _ folder: UInt64) async throws -> [String] {
-        let handle = try await fs.openDirectory(folder)
-        defer { fs.releaseDirectory(handle: handle) }
-        return try fs.directoryEntries(handle: handle, from: 2).map(\.name)
+        try await fs.prepareDirectory(folder)
+        return try fs.directoryEntries(folder, from: 2).map(\.name)
     }
 
     static func id(of metadata: Metadata?) -> String? {
@@ -136,9 +135,7 @@ extension CoreTests {
 
     /// Whether the root folder is completely listed and fresh (asks without waiting).
     static func rootIsComplete(_ fs: Filesystem) throws -> Bool {
-        guard let handle = try fs.openDirectoryCached(Filesystem.rootInode) else { return false }
-        fs.releaseDirectory(handle: handle)
-        return true
+        try fs.isDirectoryReady(Filesystem.rootInode)
     }
 
     /// Whether a name may reach the kernel (the rule NodeName implements, restated independently).
@@ -225,9 +222,8 @@ extension CoreTests {
         defer { for inode in held { fs.forget(inode, count: 1) } }
         var stack: [(UInt64, BytePath)] = [(Filesystem.rootInode, BytePath([]))]
         while let (folder, path) = stack.popLast() {
-            let handle = try await fs.openDirectory(folder)
-            let entries = try fs.directoryEntries(handle: handle, from: 0)
-            fs.releaseDirectory(handle: handle)
+            try await fs.prepareDirectory(folder)
+            let entries = try fs.directoryEntries(folder, from: 0)
             #expect(entries.prefix(2).map(\.name) == [".", ".."], "snapshot of \(path)")
             for entry in entries.dropFirst(2) {
                 let childPath = path.appending(entry.name)

@@ -1,6 +1,8 @@
-// Folder handles: opendir snapshots "." and ".." then the children sorted by name bytes; readdir
-// serves the snapshot by offset however the tree changes; readdirplus counts one kernel lookup per
-// child entry it accepted and skips entries whose node was released since opendir.
+// Folder listings without handles: "." and ".." then the children sorted by name bytes, served by
+// offset cookies from the current tree. A listing read in pieces while the folder changes neither
+// repeats nor skips an unchanged entry; readdirplus counts one kernel lookup per accepted child; a
+// folder's mtime nanoseconds move with every change of its entries (the kernel's cue to drop a
+// cached listing).
 
 import DropboxAPI
 import DropboxTestSupport
@@ -22,14 +24,15 @@ extension CoreTests {
             fake.addFolder("/s/B-folder")
             let fs = Filesystem(client: fake, options: options(pageLimit: 5))
             let s = try await resolve(fs, "/s")
-            let handle = try await fs.openDirectory(s.inode)
-            defer { fs.releaseDirectory(handle: handle) }
-            let entries = try fs.directoryEntries(handle: handle, from: 0)
+            #expect(!(try fs.isDirectoryReady(s.inode)))
+            try await fs.prepareDirectory(s.inode)
+            #expect(try fs.isDirectoryReady(s.inode))
+            let entries = try fs.directoryEntries(s.inode, from: 0)
 
             let expected = (Self.unsorted.filter { $0 != "B" } + ["B-folder"]).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             #expect(entries.map(\.name) == [".", ".."] + expected)
             #expect(entries.map { Array($0.name.utf8) } == ([".", ".."] + expected).map { Array($0.utf8) })
-            #expect(entries[0].attributes == s)
+            #expect(entries[0].attributes == (try fs.attributes(of: s.inode)))
             #expect(entries[1].attributes == (try fs.attributes(of: Filesystem.rootInode)))
             for entry in entries.dropFirst(2) {
                 #expect(try fs.attributes(of: entry.attributes.inode) == entry.attributes)
@@ -39,58 +42,92 @@ extension CoreTests {
 
         @Test func theRootsParentIsTheRoot() async throws {
             let fs = Filesystem(client: InMemoryDropbox(), options: options())
-            let handle = try await fs.openDirectory(Filesystem.rootInode)
-            let entries = try fs.directoryEntries(handle: handle, from: 0)
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            let entries = try fs.directoryEntries(Filesystem.rootInode, from: 0)
             #expect(entries.map(\.name) == [".", ".."])
             #expect(entries.allSatisfy { $0.attributes.inode == Filesystem.rootInode })
-            fs.releaseDirectory(handle: handle)
         }
 
-        @Test func offsetsIndexTheSnapshot() async throws {
+        /// Every offset handed out continues right after its entry; the dots are 1 and 2.
+        @Test func eachOffsetContinuesAfterItsEntry() async throws {
             let fake = InMemoryDropbox()
             for name in ["a", "b", "c", "d"] { fake.addFile("/\(name)", size: 1) }
             let fs = Filesystem(client: fake, options: options())
-            let handle = try await fs.openDirectory(Filesystem.rootInode)
-            defer { fs.releaseDirectory(handle: handle) }
-            for offset in 0...6 {
-                let slice = try fs.directoryEntries(handle: handle, from: offset)
-                #expect(slice.map(\.name) == Array([".", "..", "a", "b", "c", "d"].dropFirst(offset)), "offset \(offset)")
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            var offsets: [UInt64] = []
+            try fs.readDirectory(Filesystem.rootInode, from: 0, countingLookups: false) { _, next in
+                offsets.append(next)
+                return true
             }
-            #expect(try fs.directoryEntries(handle: handle, from: -1).isEmpty)
-            #expect(try fs.directoryEntries(handle: handle, from: 100).isEmpty)
+            #expect(offsets.count == 6)
+            #expect(offsets.prefix(2) == [1, 2])
+            #expect(Set(offsets).count == 6, "offsets are distinct")
+            let all = [".", "..", "a", "b", "c", "d"]
+            #expect(try fs.directoryEntries(Filesystem.rootInode, from: 0).map(\.name) == all)
+            for (i, offset) in offsets.enumerated() {
+                let rest = try fs.directoryEntries(Filesystem.rootInode, from: offset).map(\.name)
+                #expect(rest == Array(all.dropFirst(i + 1)), "after \(all[i])")
+            }
         }
 
-        @Test func handlesAreIndependentAndReleasedHandlesAreBad() async throws {
-            let fake = InMemoryDropbox()
-            fake.addFile("/a", size: 1)
-            let fs = Filesystem(client: fake, options: options())
-            let first = try await fs.openDirectory(Filesystem.rootInode)
-            let second = try #require(try fs.openDirectoryCached(Filesystem.rootInode))
-            #expect(first != second)
-            fs.releaseDirectory(handle: first)
-            #expect(throws: FilesystemError.badHandle) { try fs.directoryEntries(handle: first, from: 0) }
-            #expect(throws: FilesystemError.badHandle) { try fs.directoryEntriesPlus(handle: first, from: 0) { _, _ in true } }
-            #expect(try fs.directoryEntries(handle: second, from: 2).map(\.name) == ["a"])
-            fs.releaseDirectory(handle: second)
-            fs.releaseDirectory(handle: second)  // twice is harmless
-            #expect(throws: FilesystemError.badHandle) { try fs.directoryEntries(handle: 12_345, from: 0) }
-            #expect(FilesystemError.badHandle.errno == EBADF)
-        }
-
-        /// An open handle lists the children present at opendir, minus those removed since (their
-        /// names would lead nowhere); children added later appear on the next opendir.
-        @Test func aSnapshotKeepsItsMembersAndSkipsRemovedOnes() async throws {
+        /// Offsets the core never handed out (a program's seekdir) give some suffix of the
+        /// listing, never a crash or an entry twice.
+        @Test func unknownOffsetsGiveASuffixOfTheListing() async throws {
             let fake = InMemoryDropbox()
             for name in ["a", "b", "c"] { fake.addFile("/\(name)", size: 1) }
+            fake.addFile("/other/x", size: 1)
+            let fs = Filesystem(client: fake, options: options())
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            let all = try fs.directoryEntries(Filesystem.rootInode, from: 0).map(\.name)
+            let other = try await inode(fs, "/other")
+            try await fs.prepareDirectory(other)
+            let foreign = try fs.directoryPiece(other, from: 2, count: 1).next  // a cookie of another folder
+            for offset: UInt64 in [3, 4, 5, 99, 1 << 32 | 4, UInt64(Int64.max), UInt64.max, foreign, 7 << 32 | 3] {
+                let rest = try fs.directoryEntries(Filesystem.rootInode, from: offset).map(\.name)
+                #expect(rest == Array(all.suffix(rest.count)), "offset \(offset)")
+            }
+        }
+
+        /// The kernel reads a folder in pieces; a change between two pieces must not repeat or
+        /// drop the entries that did not change (the next piece resumes after the previous
+        /// entry's name, not its position).
+        @Test(arguments: [false, true])
+        func aListingReadWhileTheFolderChangesKeepsUnchangedEntries(plus: Bool) async throws {
+            let fake = InMemoryDropbox()
+            for name in ["b", "d", "f", "h"] { fake.addFile("/\(name)", size: 1) }
             let clock = ManualClock()
             let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
-            let handle = try await fs.openDirectory(Filesystem.rootInode)
-            defer { fs.releaseDirectory(handle: handle) }
-            fake.delete("/b")
-            fake.addFile("/d", size: 1)
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            let first = try fs.directoryPiece(Filesystem.rootInode, from: 0, count: 4, plus: plus)
+            #expect(first.names == [".", "..", "b", "d"])
+
+            fake.addFile("/a", size: 1)  // sorts before the piece's end
+            fake.addFile("/c", size: 1)
+            fake.delete("/f")  // not read yet
+            fake.addFile("/g", size: 1)  // after the piece's end
             clock.advance(by: 11)
-            #expect(try await names(fs, Filesystem.rootInode) == ["a", "c", "d"])
-            #expect(try fs.directoryEntries(handle: handle, from: 2).map(\.name) == ["a", "c"])
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            let rest = try fs.directoryEntries(Filesystem.rootInode, from: first.next).map(\.name)
+            #expect(rest == ["g", "h"])
+        }
+
+        /// The entry a piece ended with is removed before the next piece: readdirplus made the
+        /// kernel hold it, so its name still places the next piece; after a plain readdir it is
+        /// released, and the entry now at its position comes next.
+        @Test(arguments: [false, true])
+        func aListingContinuesAfterARemovedLastEntry(plus: Bool) async throws {
+            let fake = InMemoryDropbox()
+            for name in ["b", "d", "f", "h"] { fake.addFile("/\(name)", size: 1) }
+            let clock = ManualClock()
+            let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            let first = try fs.directoryPiece(Filesystem.rootInode, from: 0, count: 4, plus: plus)
+            #expect(first.names == [".", "..", "b", "d"])
+
+            fake.delete("/d")
+            clock.advance(by: 11)
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            #expect(try fs.directoryEntries(Filesystem.rootInode, from: first.next).map(\.name) == ["f", "h"])
         }
 
         @Test func readdirplusCountsALookupOnlyForAcceptedChildEntries() async throws {
@@ -98,30 +135,29 @@ extension CoreTests {
             for name in ["a", "b", "c", "d"] { fake.addFile("/s/\(name)", size: 1) }
             let clock = ManualClock()
             let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
-            let handle = try await fs.openDirectory(Filesystem.rootInode)
-            let s = try #require(try fs.directoryEntries(handle: handle, from: 2).first).attributes  // no lookup
-            fs.releaseDirectory(handle: handle)
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            let s = try #require(try fs.directoryEntries(Filesystem.rootInode, from: 2).first).attributes  // no lookup
 
-            let sHandle = try await fs.openDirectory(s.inode)
-            var offered: [(String, Int)] = []
+            try await fs.prepareDirectory(s.inode)
+            var offered: [String] = []
+            var resumeAt: UInt64 = 0
             // Accept ".", "..", "a", "b"; refuse "c" (the kernel's buffer is full).
-            try fs.directoryEntriesPlus(handle: sHandle, from: 0) { entry, next in
-                offered.append((entry.name, next))
-                return entry.name != "c"
-            }
-            #expect(offered.map(\.0) == [".", "..", "a", "b", "c"])
-            #expect(offered.map(\.1) == [1, 2, 3, 4, 5])
-            // The kernel resumes at "c"'s offset and takes the rest.
-            var resumed: [(String, Int)] = []
-            try fs.directoryEntriesPlus(handle: sHandle, from: 4) { entry, next in
-                resumed.append((entry.name, next))
+            try fs.directoryEntriesPlus(s.inode, from: 0) { entry, next in
+                offered.append(entry.name)
+                guard entry.name != "c" else { return false }
+                resumeAt = next
                 return true
             }
-            #expect(resumed.map(\.0) == ["c", "d"])
-            #expect(resumed.map(\.1) == [5, 6])
+            #expect(offered == [".", "..", "a", "b", "c"])
+            // The kernel resumes after "b" and takes the rest.
+            var resumed: [String] = []
+            try fs.directoryEntriesPlus(s.inode, from: resumeAt) { entry, _ in
+                resumed.append(entry.name)
+                return true
+            }
+            #expect(resumed == ["c", "d"])
             let inodes = Dictionary(
-                uniqueKeysWithValues: try fs.directoryEntries(handle: sHandle, from: 2).map { ($0.name, $0.attributes.inode) })
-            fs.releaseDirectory(handle: sHandle)
+                uniqueKeysWithValues: try fs.directoryEntries(s.inode, from: 2).map { ($0.name, $0.attributes.inode) })
 
             // Delete everything remotely and relist: held nodes stay, unheld ones go.
             fake.delete("/s")
@@ -136,47 +172,93 @@ extension CoreTests {
             }
         }
 
-        @Test func readdirplusSkipsNodesReleasedSinceOpendir() async throws {
+        /// A folder removed remotely while the kernel holds it lists as empty, at once.
+        @Test func aRemovedFolderTheKernelHoldsListsAsEmpty() async throws {
             let fake = InMemoryDropbox()
-            for name in ["a", "b", "c"] { fake.addFile("/\(name)", size: 1) }
+            fake.addFile("/d/x", size: 1)
             let clock = ManualClock()
             let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
-            let handle = try await fs.openDirectory(Filesystem.rootInode)
-            defer { fs.releaseDirectory(handle: handle) }
-            let b = try #require(try fs.directoryEntries(handle: handle, from: 0).first { $0.name == "b" })
-
-            fake.delete("/b")
-            fake.addFile("/e", size: 2)  // may take b's released inode number
+            let d = try await fs.lookup(parent: Filesystem.rootInode, name: "d").inode  // held
+            #expect(try await names(fs, d) == ["x"])
+            fake.delete("/d")
             clock.advance(by: 11)
-            #expect(try await names(fs, Filesystem.rootInode) == ["a", "c", "e"])
-            #expect(throws: FilesystemError.stale) { try fs.attributes(of: b.attributes.inode) }
-
-            var offered: [(String, Int)] = []
-            try fs.directoryEntriesPlus(handle: handle, from: 0) { entry, next in
-                offered.append((entry.name, next))
-                return true
-            }
-            #expect(offered.map(\.0) == [".", "..", "a", "c"])
-            #expect(offered.map(\.1) == [1, 2, 3, 5])
-            // Plain readdir skips it too.
-            #expect(try fs.directoryEntries(handle: handle, from: 2).map(\.name) == ["a", "c"])
+            #expect(try await names(fs, Filesystem.rootInode) == [])
+            #expect(try fs.isDirectoryReady(d))
+            #expect(try fs.directoryEntries(d, from: 0).map(\.name) == [".", ".."])
         }
 
-        @Test func openDirectoryCachedAnswersOnlyWhenFresh() async throws {
+        @Test func isDirectoryReadyOnlyWhenFresh() async throws {
             let fake = InMemoryDropbox()
             fake.addFile("/d/x", size: 1)
             let clock = ManualClock()
             let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
             let d = try await inode(fs, "/d")
-            #expect(try fs.openDirectoryCached(d) == nil)
-            let listed = try await fs.openDirectory(d)
-            fs.releaseDirectory(handle: listed)
-            let cached = try #require(try fs.openDirectoryCached(d))
-            #expect(try fs.directoryEntries(handle: cached, from: 2).map(\.name) == ["x"])
-            fs.releaseDirectory(handle: cached)
+            #expect(!(try fs.isDirectoryReady(d)))
+            try await fs.prepareDirectory(d)
+            #expect(try fs.isDirectoryReady(d))
+            #expect(try fs.directoryEntries(d, from: 2).map(\.name) == ["x"])
             clock.advance(by: 11)
-            #expect(try fs.openDirectoryCached(d) == nil)
+            #expect(!(try fs.isDirectoryReady(d)))
             #expect(fake.callCount(.listFolder) == 2)
+            #expect(fs.listingsExpire)
+            #expect(!Filesystem(client: fake, options: options()).listingsExpire)
+        }
+
+        /// The kernel drops a cached listing when the folder's mtime moved since the listing was
+        /// cached: every change of the entries moves the nanoseconds (a new revision of a file is
+        /// a new inode, so its entry changes too); a relisting that finds nothing new does not.
+        @Test func aFoldersMtimeNanosecondsMoveWithItsEntries() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/d/x", size: 1)
+            fake.addFile("/d/y", size: 1)
+            let clock = ManualClock()
+            let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
+            let d = try await inode(fs, "/d")
+            #expect(try await names(fs, d) == ["x", "y"])
+            let x = try await fs.lookup(parent: d, name: "x")
+            #expect(x.timeNanoseconds == 0)
+            var before = try fs.attributes(of: d)
+            #expect(before.mtime == CoreTests.folderTime)
+
+            var stamps: Set<UInt32> = [before.timeNanoseconds]
+            for change in ["relist", "add", "modify", "delete", "rename"] {
+                switch change {
+                case "add": fake.addFile("/d/z", size: 1)
+                case "modify": fake.addFile("/d/x", size: 2)
+                case "delete": fake.delete("/d/y")
+                case "rename": fake.move(from: "/d/z", to: "/d/Z")
+                default: break
+                }
+                clock.advance(by: 11)
+                _ = try await names(fs, d)
+                let after = try fs.attributes(of: d)
+                #expect(after.mtime == CoreTests.folderTime, "seconds stay the folder time")
+                if change == "relist" {
+                    #expect(after == before, "\(change): the entries did not change")
+                } else {
+                    #expect(stamps.insert(after.timeNanoseconds).inserted, "\(change) moves the nanoseconds")
+                }
+                before = after
+            }
+            #expect(try await names(fs, d) == ["Z", "x"])
+        }
+
+        /// opendir (kept where listings expire) lets the kernel keep its cached listing only
+        /// when the listing it was last handed is the current one.
+        @Test func theKernelKeepsAListingOnlyWhileItIsCurrent() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/a", size: 1)
+            let clock = ManualClock()
+            let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            #expect(!fs.kernelMayKeepListing(Filesystem.rootInode), "nothing was handed out yet")
+            #expect(fs.kernelMayKeepListing(Filesystem.rootInode))
+            fake.addFile("/b", size: 1)
+            clock.advance(by: 11)
+            try await fs.prepareDirectory(Filesystem.rootInode)
+            #expect(!fs.kernelMayKeepListing(Filesystem.rootInode))
+            #expect(fs.kernelMayKeepListing(Filesystem.rootInode))
+            #expect(!fs.kernelMayKeepListing(999))
         }
     }
 }

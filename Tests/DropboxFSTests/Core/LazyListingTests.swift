@@ -68,9 +68,8 @@ extension CoreTests {
                                 return "found?"
                             } catch { return (error as? FilesystemError) == .notFound ? "ENOENT" : "\(error)" }
                         default:
-                            let handle = try await fs.openDirectory(big)
-                            defer { fs.releaseDirectory(handle: handle) }
-                            return String(try fs.directoryEntries(handle: handle, from: 0).count)
+                            try await fs.prepareDirectory(big)
+                            return String(try fs.directoryEntries(big, from: 0).count)
                         }
                     }
                 }
@@ -92,7 +91,7 @@ extension CoreTests {
             let big = try await inode(fs, "/big")
             #expect(try fs.lookupCached(parent: big, name: ".hidden") == .needsListing)
             #expect(try fs.lookupCached(parent: big, name: "f01") == .needsListing)
-            #expect(try fs.openDirectoryCached(big) == nil)
+            #expect(!(try fs.isDirectoryReady(big)))
             _ = try await names(fs, big)
             let requests = fake.calls
 
@@ -105,9 +104,8 @@ extension CoreTests {
                 return
             }
             #expect(f01.size == 1)
-            let handle = try #require(try fs.openDirectoryCached(big))
-            #expect(try fs.directoryEntries(handle: handle, from: 2).map(\.name) == ["f00", "f01", "f02", "f03"])
-            fs.releaseDirectory(handle: handle)
+            #expect(try fs.isDirectoryReady(big))
+            #expect(try fs.directoryEntries(big, from: 2).map(\.name) == ["f00", "f01", "f02", "f03"])
             #expect(fake.calls == requests)
         }
 
@@ -141,7 +139,7 @@ extension CoreTests {
 
             clock.advance(by: 2)
             #expect(try fs.lookupCached(parent: d, name: "new") == .needsListing, "expired")
-            #expect(try fs.openDirectoryCached(d) == nil)
+            #expect(!(try fs.isDirectoryReady(d)))
             #expect(try await names(fs, d) == ["change", "keep", "new", "sub-keep"])
             #expect(fake.callCount(.listFolder) == listings + 1)
             #expect(try await fs.lookup(parent: d, name: "keep").inode == before.inode)
@@ -200,7 +198,7 @@ extension CoreTests {
             _ = try await names(fs, big)
             fake.delete("/big")
             clock.advance(by: 6)
-            await #expect(throws: FilesystemError.notFound) { try await fs.openDirectory(big) }
+            await #expect(throws: FilesystemError.notFound) { try await fs.prepareDirectory(big) }
             #expect(throws: FilesystemError.stale) { try fs.attributes(of: big) }
         }
 

@@ -77,8 +77,8 @@ extension CoreTests {
             for inode in [readme, link] {
                 await #expect(throws: FilesystemError.notADirectory) { try await fs.lookup(parent: inode, name: "x") }
                 #expect(throws: FilesystemError.notADirectory) { try fs.lookupCached(parent: inode, name: "x") }
-                await #expect(throws: FilesystemError.notADirectory) { try await fs.openDirectory(inode) }
-                #expect(throws: FilesystemError.notADirectory) { try fs.openDirectoryCached(inode) }
+                await #expect(throws: FilesystemError.notADirectory) { try await fs.prepareDirectory(inode) }
+                #expect(throws: FilesystemError.notADirectory) { try fs.isDirectoryReady(inode) }
             }
             #expect(fake.calls == requests)
             #expect(FilesystemError.notADirectory.errno == ENOTDIR)
@@ -90,7 +90,7 @@ extension CoreTests {
             #expect(throws: FilesystemError.stale) { try fs.attributes(of: inode) }
             await #expect(throws: FilesystemError.stale) { try await fs.lookup(parent: inode, name: "Readme.md") }
             #expect(throws: FilesystemError.stale) { try fs.lookupCached(parent: inode, name: "Readme.md") }
-            #expect(throws: FilesystemError.stale) { try fs.openDirectoryCached(inode) }
+            #expect(throws: FilesystemError.stale) { try fs.isDirectoryReady(inode) }
             #expect(throws: FilesystemError.stale) { try fs.readlink(inode) }
             #expect(throws: FilesystemError.stale) { try fs.extendedAttributes(of: inode) }
             fs.forget(inode, count: 1)  // must not trap
@@ -105,7 +105,7 @@ extension CoreTests {
                 CoreTests.startWatchdog(seconds: 5)
                 let fs = Filesystem(client: InMemoryDropbox(), options: CoreTests.options())
                 do {
-                    _ = try await fs.openDirectory(99)
+                    try await fs.prepareDirectory(99)
                     exit(1)
                 } catch {
                     exit((error as? FilesystemError) == .stale ? 0 : 2)
@@ -137,7 +137,7 @@ extension CoreTests {
                 clock.advance(by: 11)
                 _ = try await CoreTests.names(fs, Filesystem.rootInode)  // D leaves the tree and is released
                 do {
-                    _ = try await fs.openDirectory(d)
+                    try await fs.prepareDirectory(d)
                     exit(1)
                 } catch {
                     exit((error as? FilesystemError) == .stale ? 0 : 2)

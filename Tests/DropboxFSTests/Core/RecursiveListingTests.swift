@@ -52,11 +52,10 @@ extension CoreTests {
             while let folder = folders.popLast() {
                 #expect(try fs.lookupCached(parent: folder, name: ".hidden") == .notFound)
                 #expect(try fs.lookupCached(parent: folder, name: "desktop.ini") == .notFound)
-                let handle = try #require(try fs.openDirectoryCached(folder))
-                for entry in try fs.directoryEntries(handle: handle, from: 2) where entry.attributes.kind == .folder {
+                #expect(try fs.isDirectoryReady(folder))
+                for entry in try fs.directoryEntries(folder, from: 2) where entry.attributes.kind == .folder {
                     folders.append(entry.attributes.inode)
                 }
-                fs.releaseDirectory(handle: handle)
             }
             #expect(fake.calls == requests)
         }

@@ -1,0 +1,98 @@
+// Unmounting after a daemon that died without unmounting (kill -9, an OOM kill, a crash), so the
+// mount point never stays behind as "Transport endpoint is not connected".
+//
+// Why not only fusermount3's auto_unmount: its helper decides by opening the mount point and
+// expecting ENOTCONN, but the kernel opens folders without asking the daemon once opendir answered
+// ENOSYS (FUSEOperations.configure), so that open succeeds on a dead mount and nothing is unmounted.
+//
+// So the daemon starts this guard right after mounting: `dropboxfs __guard-mount MOUNTPOINT`, in a
+// session of its own, with the read end of a pipe as its standard input. The daemon holds the write
+// end until it exits; the guard blocks reading it. At end of file the daemon is gone: if the mount
+// it guarded (same mount point and device) is still in the mount table, the guard detaches it
+// (umount2 MNT_DETACH as root, `fusermount3 -u -z` otherwise) and says so on standard error, which
+// is the daemon's log.
+
+import FUSEAdapter
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum MountGuard {
+    static let command = "__guard-mount"
+    /// glibc's POSIX_SPAWN_SETSID (hidden behind _GNU_SOURCE from Swift).
+    private static let posixSpawnSetsid: Int16 = 0x80
+
+    /// In the daemon, once mounted: starts the guard. A failure is logged and otherwise ignored
+    /// (fusermount3's auto_unmount still covers mounts where the kernel asks opendir).
+    static func start(mountpoint: String) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
+        else {
+            printError("dropboxfs: cannot start the mount guard: \(String(cString: strerror(errno)))")
+            return
+        }
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, readEnd, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, posixSpawnSetsid)
+        let words: [String] = ["dropboxfs", command, mountpoint]
+        let argv = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin:/usr/sbin:/sbin"
+        let environment: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=\(path)"), nil]
+        defer { environment.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environment)
+        close(readEnd)
+        if rc != 0 {
+            close(writeEnd)
+            printError("dropboxfs: cannot start the mount guard: \(String(cString: strerror(rc)))")
+        }
+        // writeEnd stays open (close-on-exec) for the life of the daemon: its end is the signal.
+    }
+
+    /// The guard process: waits for the daemon to end, then detaches its mount if still there.
+    static func watch(_ arguments: [String]) -> ExitCode {
+        guard arguments.count == 1 else { return .usage }
+        let mountpoint = arguments[0]
+        _ = chdir("/")  // never keep the mount point busy
+        guard let guarded = mount(at: mountpoint, device: nil) else { return .success }
+        var byte: UInt8 = 0
+        while true {
+            let n = read(0, &byte, 1)
+            if n == 0 || (n < 0 && errno != EINTR) { break }
+        }
+        guard mount(at: mountpoint, device: guarded.device) != nil else { return .success }
+        if detach(mountpoint) {
+            printError("dropboxfs: the daemon ended without unmounting \(mountpoint); unmounted it")
+            return .success
+        }
+        printError("dropboxfs: the daemon ended without unmounting \(mountpoint), and unmounting it failed")
+        return .failure
+    }
+
+    /// The newest dropboxfs mount at `mountpoint` (with that device number, when given).
+    private static func mount(at mountpoint: String, device: String?) -> MountEntry? {
+        MountTable.entries().last {
+            $0.mountPoint == mountpoint && $0.fileSystemType == "fuse.dropboxfs" && (device == nil || $0.device == device)
+        }
+    }
+
+    private static func detach(_ mountpoint: String) -> Bool {
+        if geteuid() == 0 { return umount2(mountpoint, Int32(MNT_DETACH)) == 0 }
+        let words: [String] = ["fusermount3", "-u", "-z", "-q", mountpoint]
+        let argv = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawnp(&pid, "fusermount3", nil, nil, argv, environ) == 0 else { return false }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status == 0
+    }
+}
