@@ -154,3 +154,107 @@ import Testing
         }
     }
 }
+
+/// listFolderAll on the live client: the next continue leaves before a page is decoded, pages come
+/// in order and complete, faults in the middle are retried, and a misread head is corrected.
+@Suite struct LiveWholeListingTests {
+    @Test func givesTheSamePagesAsCallingPageByPage() async throws {
+        let fake = try await FakeDropboxServer.start()
+        for i in 0..<37 { try await fake.addFile("/w/d\(i % 5)/f\(i).txt", content: [UInt8(i)]) }
+        let client = liveClient(fake)
+        let arg = ListFolderArg(path: "", recursive: true, limit: 3)
+        let expected = try await listAll(client, arg)
+        var pages: [ListFolderResult] = []
+        let cursor = try await client.listFolderAll(arg) { page in
+            pages.append(page)
+            return true
+        }
+        #expect(pages.flatMap(\.entries) == expected.entries)
+        #expect(pages.count == expected.pages)
+        #expect(pages.dropLast().allSatisfy(\.hasMore) && pages.last?.hasMore == false)
+        #expect(cursor == expected.cursor)
+        #expect(try await changes(client, since: try #require(cursor)).entries.isEmpty)
+    }
+
+    @Test func stopsWhenAskedAndReturnsNil() async throws {
+        let fake = try await FakeDropboxServer.start()
+        for i in 0..<10 { try await fake.addFile("/s/f\(i)", content: [1]) }
+        let client = liveClient(fake)
+        var seen = 0
+        let cursor = try await client.listFolderAll(ListFolderArg(path: "/s", limit: 2)) { _ in
+            seen += 1
+            return seen < 2
+        }
+        #expect(cursor == nil)
+        #expect(seen == 2)
+    }
+
+    @Test(arguments: [FakeFault.Kind.internalError, .truncate, .rateLimitJSON])
+    func aFaultInTheMiddleIsRetried(kind: FakeFault.Kind) async throws {
+        let fake = try await FakeDropboxServer.start()
+        for i in 0..<20 { try await fake.addFile("/t/f\(i)", content: [1]) }
+        let client = liveClient(fake)
+        let arg = ListFolderArg(path: "/t", limit: 3)
+        let expected = try await listAll(client, arg).entries
+        try await fake.addFault(
+            FakeFault(route: "files/list_folder/continue", kind: kind, after: 2, retryAfter: 0.05, truncateAt: 40))
+        var entries: [Metadata] = []
+        _ = try await client.listFolderAll(arg) { page in
+            entries += page.entries
+            return true
+        }
+        #expect(entries == expected)
+    }
+
+    /// A complete reply that is not JSON is not retried (as for single calls): it surfaces.
+    @Test func aMalformedPageInTheMiddleSurfaces() async throws {
+        let fake = try await FakeDropboxServer.start()
+        for i in 0..<20 { try await fake.addFile("/t/f\(i)", content: [1]) }
+        let client = liveClient(fake)
+        try await fake.addFault(FakeFault(route: "files/list_folder/continue", kind: .malformedJSON, after: 2))
+        var pages = 0
+        await #expect(throws: DropboxError.self) {
+            _ = try await client.listFolderAll(ListFolderArg(path: "/t", limit: 3)) { _ in
+                pages += 1
+                return true
+            }
+        }
+        #expect(pages == 3)
+    }
+
+    /// A reply whose raw cursor differs from its decoded one (a look-alike the scan could only
+    /// misread if it were wrong): the listing follows the decoded cursor.
+    @Test func followsTheDecodedCursorWhenTheHeadDisagrees() async throws {
+        let transport = ScriptedTransport { request, _ throws(DropboxError) in
+            let body = String(decoding: request.body, as: UTF8.self)
+            if request.url.hasSuffix("/files/list_folder") {
+                // JSON lets a key be escaped: the decoder reads the first "cursor" (Foundation
+                // keeps the first of duplicate keys), the scan only the unescaped second one.
+                return .json(#"{"entries":[],"cur\u0073or":"real","cursor":"decoy","has_more":true}"#)
+            }
+            if body.contains("\"real\"") {
+                return .json(#"{"entries":[],"cursor":"end","has_more":false}"#)
+            }
+            return .json(#"{"entries":[],"cursor":"wrong","has_more":false}"#)
+        }
+        let client = makeClient(transport)
+        let cursor = try await client.listFolderAll(ListFolderArg(path: "")) { _ in true }
+        #expect(cursor == "end")
+        let asked = transport.requests.map { String(decoding: $0.body, as: UTF8.self) }
+        #expect(asked.contains { $0.contains("\"real\"") })
+    }
+
+    /// A reply whose head cannot be read is decoded whole, and its cursor is followed.
+    @Test func decodesARepliesWholeWhenItsHeadIsUnreadable() async throws {
+        let transport = ScriptedTransport { request, _ throws(DropboxError) in
+            if request.url.hasSuffix("/files/list_folder") {
+                return .json(#"{"entries":[],"cur\u0073or":"escaped","has_more":true}"#)
+            }
+            let body = String(decoding: request.body, as: UTF8.self)
+            return .json(body.contains("\"escaped\"") ? #"{"entries":[],"cursor":"end","has_more":false}"# : "{}")
+        }
+        let cursor = try await makeClient(transport).listFolderAll(ListFolderArg(path: "")) { _ in true }
+        #expect(cursor == "end")
+        #expect(transport.requests.count == 2)
+    }
+}

@@ -32,6 +32,13 @@ public struct DownloadResult: Sendable, Equatable {
 public protocol DropboxClient: Sendable {
     func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult
     func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult
+    /// A whole listing: list_folder, then list_folder/continue until `has_more` is false, each page
+    /// handed to `each` in order while the next one is already on its way. Returns the last page's
+    /// cursor, or nil when `each` returned false (the listing stops there). A default
+    /// implementation over the two calls above is in DropboxClient+Listing.swift.
+    func listFolderAll(
+        _ arg: ListFolderArg, each: (ListFolderResult) -> Bool
+    ) async throws(DropboxError) -> String?
     func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String
     /// Uses the notify host and no Authorization header. `timeoutSeconds` is 30...480 against Dropbox.
     func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult

@@ -42,13 +42,11 @@ extension Filesystem {
         defer { state.withLock { _ = $0.listings.removeValue(forKey: folder) } }
         var entries: [Metadata] = []
         do {
-            var page = try await client.listFolder(ListFolderArg(path: path, limit: options.pageLimit))
-            entries.append(contentsOf: page.entries)
-            var undecodable = page.undecodableEntries
-            while page.hasMore {
-                page = try await client.listFolderContinue(cursor: page.cursor)
+            var undecodable = 0
+            _ = try await client.listFolderAll(ListFolderArg(path: path, limit: options.pageLimit)) { page in
                 entries.append(contentsOf: page.entries)
                 undecodable += page.undecodableEntries
+                return true
             }
             if undecodable > 0 {
                 Log.warning("listing of \(path.isEmpty ? "/" : path) skipped \(undecodable) undecodable entries")

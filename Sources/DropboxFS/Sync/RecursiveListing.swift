@@ -68,7 +68,7 @@ extension Filesystem {
     }
 
     /// Lists `path` recursively to the end, applying pages as they arrive (the next page is
-    /// fetched while the current one is applied), then completes the subtree.
+    /// already requested while the current one is decoded and applied), then completes the subtree.
     func runRecursiveListing(_ listing: RecursiveListing, path: String) async {
         defer {
             state.withLock { s in
@@ -89,13 +89,9 @@ extension Filesystem {
             Log.info("listing the whole account in the background")
         }
         do {
-            var page = try await client.listFolder(ListFolderArg(path: path, recursive: true, limit: options.pageLimit))
             var lastReport = listing.startedAt
-            while true {
-                let next: Task<ListFolderResult, any Error>? =
-                    page.hasMore
-                    ? Task { [client, cursor = page.cursor] in try await client.listFolderContinue(cursor: cursor) }
-                    : nil
+            let arg = ListFolderArg(path: path, recursive: true, limit: options.pageLimit)
+            let finalCursor = try await client.listFolderAll(arg) { page in
                 applyPage(page.entries, as: .listing(epoch: listing.epoch))
                 if page.undecodableEntries > 0 {
                     Log.warning("listing of \(label) skipped \(page.undecodableEntries) undecodable entries")
@@ -105,20 +101,16 @@ extension Filesystem {
                     lastReport = now
                     Log.info("background listing: \(syncStatus())")
                 }
-                guard let next else { break }
-                guard !Task.isCancelled else {
-                    next.cancel()
-                    return
-                }
-                page = try await next.value as ListFolderResult
+                return !Task.isCancelled
             }
+            guard let finalCursor else { return }  // stopped (unmounting)
             var invalidated: [Invalidation] = []
             let now = options.monotonicNow()
             state.withLock { s in
                 guard s.tree.node(listing.top)?.attached == true else { return }
                 s.tree.completeSubtree(listing.top, epoch: listing.epoch, at: now, invalidations: &invalidated)
                 if isWholeAccount {
-                    s.cursor = page.cursor
+                    s.cursor = finalCursor
                     s.progress.fillSeconds = now - listing.startedAt
                     s.progress.phase = options.watchChanges ? .watching : .complete
                 }
