@@ -19,23 +19,7 @@ enum DirectoryReplies {
             request.fail(errno: ENOSYS)  // "success, and no more opendir or releasedir"
             return
         }
-        do {
-            if try fs.core.isDirectoryReady(ino) {
-                replyOpendir(request, ino: ino, info: info)
-                return
-            }
-        } catch {
-            request.fail(error)
-            return
-        }
-        Task {
-            do {
-                try await fs.core.prepareDirectory(ino)
-                replyOpendir(request, ino: ino, info: info)
-            } catch {
-                request.fail(error)
-            }
-        }
+        whenListed(request, ino: ino) { replyOpendir(request, ino: ino, info: info) }
     }
 
     private static func replyOpendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
@@ -49,11 +33,21 @@ enum DirectoryReplies {
     }
 
     static func readdir(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
-        let fs = FUSEFilesystem.of(request.raw)
+        // Later pieces are served from what the tree holds, even if it went stale meanwhile.
+        whenListed(request, ino: ino, orNow: offset != 0) {
+            fill(request, ino: ino, size: size, offset: offset, plus: plus)
+        }
+    }
+
+    /// Calls `reply` once the folder can be served (at once with `orNow`): on this thread when
+    /// it is listed, else from a Task once it is. A failure answers the request instead.
+    private static func whenListed(
+        _ request: FUSERequest, ino: UInt64, orNow now: Bool = false, _ reply: @escaping @Sendable () -> Void
+    ) {
+        let core = FUSEFilesystem.of(request.raw).core
         do {
-            // Later pieces are served from what the tree holds, even if it went stale meanwhile.
-            if try offset > 0 || fs.core.isDirectoryReady(ino) {
-                fill(request, ino: ino, size: size, offset: offset, plus: plus)
+            if try now || core.isDirectoryReady(ino) {
+                reply()
                 return
             }
         } catch {
@@ -62,8 +56,8 @@ enum DirectoryReplies {
         }
         Task {
             do {
-                try await fs.core.prepareDirectory(ino)
-                fill(request, ino: ino, size: size, offset: offset, plus: plus)
+                try await core.prepareDirectory(ino)
+                reply()
             } catch {
                 request.fail(error)
             }
@@ -76,7 +70,7 @@ enum DirectoryReplies {
             var buffer = [CChar](repeating: 0, count: size)
             var used = 0
             try buffer.withUnsafeMutableBufferPointer { (buf) throws(FilesystemError) in
-                try fs.core.readDirectory(ino, from: UInt64(offset), countingLookups: plus) { entry, nextOffset in
+                try fs.core.readDirectory(ino, from: UInt64(truncatingIfNeeded: offset), countingLookups: plus) { entry, nextOffset in
                     let remaining = size - used
                     let needed: Int
                     if plus {

@@ -88,11 +88,11 @@ extension CoreTests {
             }
         }
 
-        /// The kernel reads a folder in pieces; a change between two pieces must not repeat or
-        /// drop the entries that did not change (the next piece resumes after the previous
-        /// entry's name, not its position).
-        @Test(arguments: [false, true])
-        func aListingReadWhileTheFolderChangesKeepsUnchangedEntries(plus: Bool) async throws {
+        /// A root of b, d, f, h (listings expire after 10 s) and the first piece the kernel read
+        /// of it: ".", "..", "b", "d".
+        static func firstPieceOfFour(
+            plus: Bool
+        ) async throws -> (InMemoryDropbox, ManualClock, Filesystem, (names: [String], next: UInt64)) {
             let fake = InMemoryDropbox()
             for name in ["b", "d", "f", "h"] { fake.addFile("/\(name)", size: 1) }
             let clock = ManualClock()
@@ -100,6 +100,15 @@ extension CoreTests {
             try await fs.prepareDirectory(Filesystem.rootInode)
             let first = try fs.directoryPiece(Filesystem.rootInode, from: 0, count: 4, plus: plus)
             #expect(first.names == [".", "..", "b", "d"])
+            return (fake, clock, fs, first)
+        }
+
+        /// The kernel reads a folder in pieces; a change between two pieces must not repeat or
+        /// drop the entries that did not change (the next piece resumes after the previous
+        /// entry's name, not its position).
+        @Test(arguments: [false, true])
+        func aListingReadWhileTheFolderChangesKeepsUnchangedEntries(plus: Bool) async throws {
+            let (fake, clock, fs, first) = try await Self.firstPieceOfFour(plus: plus)
 
             fake.addFile("/a", size: 1)  // sorts before the piece's end
             fake.addFile("/c", size: 1)
@@ -116,13 +125,7 @@ extension CoreTests {
         /// released, and the entry now at its position comes next.
         @Test(arguments: [false, true])
         func aListingContinuesAfterARemovedLastEntry(plus: Bool) async throws {
-            let fake = InMemoryDropbox()
-            for name in ["b", "d", "f", "h"] { fake.addFile("/\(name)", size: 1) }
-            let clock = ManualClock()
-            let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
-            try await fs.prepareDirectory(Filesystem.rootInode)
-            let first = try fs.directoryPiece(Filesystem.rootInode, from: 0, count: 4, plus: plus)
-            #expect(first.names == [".", "..", "b", "d"])
+            let (fake, clock, fs, first) = try await Self.firstPieceOfFour(plus: plus)
 
             fake.delete("/d")
             clock.advance(by: 11)
