@@ -73,6 +73,9 @@ def build_tree(a):
     if a.evil_names:
         from .synth import add_evil
         add_evil(tree)
+    if a.team:
+        from .team import build_team_space
+        build_team_space(tree)
     return tree
 
 

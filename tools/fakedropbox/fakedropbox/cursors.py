@@ -4,6 +4,10 @@ Exists to keep cursor encoding in one place.  A cursor carries the listing
 scope and options, the server instance and reset epoch it was made under, and
 its position: mid-listing (phase "L", last emitted key path), listing
 tombstones (phase "T", index) or journal (phase "J", sequence number).
+``scope`` is always the folder's full path_lower; ``view`` is the namespace
+view the cursor was made in (None: the root view, the only one without
+--team; "h": the team member's home view, see team.py).  A root-view cursor
+encodes exactly as before views existed.
 Cursors of another server instance or an older epoch answer 409 reset.
 """
 
@@ -17,18 +21,20 @@ class BadCursor(Exception):
 
 class Cursor:
     __slots__ = ("inst", "epoch", "scope", "recursive", "deleted", "nondl",
-                 "limit", "seq", "phase", "keypath", "tidx")
+                 "limit", "seq", "phase", "keypath", "tidx", "view")
 
     def __init__(self, inst, epoch, scope, recursive, deleted, nondl, limit, seq,
-                 phase="J", keypath=None, tidx=0):
+                 phase="J", keypath=None, tidx=0, view=None):
         self.inst, self.epoch, self.scope = inst, epoch, scope
         self.recursive, self.deleted, self.nondl = recursive, deleted, nondl
         self.limit, self.seq, self.phase = limit, seq, phase
         self.keypath, self.tidx = keypath, tidx
+        self.view = view
 
     def copy(self, **kw):
         c = Cursor(self.inst, self.epoch, self.scope, self.recursive, self.deleted,
-                   self.nondl, self.limit, self.seq, self.phase, self.keypath, self.tidx)
+                   self.nondl, self.limit, self.seq, self.phase, self.keypath, self.tidx,
+                   self.view)
         for k, v in kw.items():
             setattr(c, k, v)
         return c
@@ -37,6 +43,8 @@ class Cursor:
         payload = [1, self.inst, self.epoch, self.scope, int(self.recursive),
                    int(self.deleted), int(self.nondl), self.limit, self.seq,
                    self.phase, self.keypath, self.tidx]
+        if self.view is not None:
+            payload.append(self.view)
         raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode()
         return "AAF" + base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -48,7 +56,10 @@ class Cursor:
             body = s[3:]
             raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
             p = json.loads(raw.decode())
-            if not isinstance(p, list) or len(p) != 12 or p[0] != 1:
+            if not isinstance(p, list) or len(p) not in (12, 13) or p[0] != 1:
+                raise ValueError
+            view = p.pop() if len(p) == 13 else None
+            if view not in (None, "h"):
                 raise ValueError
             (_, inst, epoch, scope, rec, dele, nondl, limit, seq, phase, kp, tidx) = p
             if phase not in ("L", "T", "J") or not isinstance(scope, str) \
@@ -57,7 +68,7 @@ class Cursor:
             if kp is not None and not (isinstance(kp, list) and all(isinstance(k, str) for k in kp)):
                 raise ValueError
             return cls(inst, epoch, scope, bool(rec), bool(dele), bool(nondl), limit,
-                       seq, phase, kp, tidx)
+                       seq, phase, kp, tidx, view)
         except BadCursor:
             raise
         except Exception:

@@ -3,7 +3,9 @@ longpoll), get_metadata, download and export.
 
 Exists to implement dropbox-api.md sections 2-5 on top of tree.py.  Handlers
 take (state, request, arg) and return an httpio.Reply; ArgError becomes a
-plain-text 400.
+plain-text 400.  Paths in arguments and replies are those of the request's
+namespace view (``req.view``, see team.py); a cursor keeps the view it was
+made in.
 """
 
 import json
@@ -98,8 +100,9 @@ def _is_nondl(node):
 
 
 def _page(st, cur):
-    """Serve one page for cursor ``cur``; returns a Reply."""
+    """Serve one page for cursor ``cur`` (in the cursor's view); returns a Reply."""
     tree = st.tree
+    view = st.view_of(cur.view)
     items = []           # ("node", node) | ("md", dict) | ("ev", event)
     with tree.lock:
         if cur.inst != st.instance or cur.epoch != tree.epoch:
@@ -114,7 +117,7 @@ def _page(st, cur):
         if cur.phase == "L":
             kp = cur.keypath
             if kp is None:
-                if cur.recursive and scope is not tree.root:
+                if cur.recursive and scope is not view.base:
                     items.append(("node", scope))
                 kp = []
             done = True
@@ -136,6 +139,7 @@ def _page(st, cur):
             i = nxt.tidx
             while i < len(tombs) and len(items) < limit:
                 pl, name, pd = tombs[i]
+                pd, pl = view.rel(pd, pl)
                 items.append(("md", tree.deleted_metadata(name, pd, pl)))
                 i += 1
             if i < len(tombs):
@@ -160,7 +164,7 @@ def _page(st, cur):
                 has_more = any(tree.in_scope(ev[1], ev[2], cur.scope, cur.recursive)
                                for ev in journal[j:n])
         # Entries already rendered (see Tree.json_cache) need no hashing or rendering.
-        jc = tree.json_cache
+        jc = view.json_cache(tree)
         parts = [jc.get(x) if kind == "node" else None for kind, x in items]
     nodes = [x for (kind, x), part in zip(items, parts) if kind == "node" and part is None] + \
             [x[5] for kind, x in items if kind == "ev" and x[5] is not None]
@@ -170,8 +174,8 @@ def _page(st, cur):
     # cached texts, byte for byte what httpio.dumps of the whole object gives.
     if None in parts:
         with tree.lock:
-            cache = {}
-            jc = tree.json_cache
+            cache = view.path_cache()
+            jc = view.json_cache(tree)
             for i, (kind, x) in enumerate(items):
                 if parts[i] is not None:
                     continue
@@ -183,6 +187,7 @@ def _page(st, cur):
                     js = _entry_json(x)
                 else:
                     k, pl, _ppl, pd, name, node = x
+                    pd, pl = view.rel(pd, pl)
                     if k == "d":
                         js = _entry_json(tree.deleted_metadata(name, pd, pl))
                     else:
@@ -237,14 +242,16 @@ def _entry_json(obj):
 def list_folder(st, req, arg):
     path, recursive, include_deleted, nondl, limit = _list_args(arg)
     tree = st.tree
+    view = req.view
     with tree.lock:
-        node, err = tree.resolve(path, st.root_ns, st.home_ns)
+        node, err = view.resolve(tree, path, st.root_ns, st.home_ns)
         bad = _scope_error(tree, node, err)
         if bad is not None:
             return bad
         scope_pl = tree.paths(node)[1]
         cur = Cursor(st.instance, tree.epoch, scope_pl, recursive, include_deleted,
-                     nondl, limit, len(tree.journal), phase="L", keypath=None)
+                     nondl, limit, len(tree.journal), phase="L", keypath=None,
+                     view=view.tag)
     return _page(st, cur)
 
 
@@ -265,13 +272,14 @@ def list_folder_continue(st, req, arg):
 def get_latest_cursor(st, req, arg):
     path, recursive, include_deleted, nondl, limit = _list_args(arg)
     tree = st.tree
+    view = req.view
     with tree.lock:
-        node, err = tree.resolve(path, st.root_ns, st.home_ns)
+        node, err = view.resolve(tree, path, st.root_ns, st.home_ns)
         bad = _scope_error(tree, node, err)
         if bad is not None:
             return bad
         cur = Cursor(st.instance, tree.epoch, tree.paths(node)[1], recursive,
-                     include_deleted, nondl, limit, len(tree.journal))
+                     include_deleted, nondl, limit, len(tree.journal), view=view.tag)
     return json_reply({"cursor": cur.encode()})
 
 
@@ -313,13 +321,17 @@ def longpoll(st, req, arg):
 
 # ---- metadata ------------------------------------------------------------------
 
-def _resolve_read(st, path):
-    """-> ("live", node) | ("old", OldRev) | (None, errtag).  Lock held."""
+def _resolve_read(st, view, path):
+    """-> ("live", node) | ("old", OldRev) | (None, errtag).  Lock held.
+    Only entries inside ``view`` are found (an old rev by its last path)."""
     tree = st.tree
     if path.startswith("rev:"):
         kind, obj = tree.resolve_rev(path[4:])
+        if kind == "live" and not view.contains(obj) or \
+                kind == "old" and not view.contains_pl(obj.pl):
+            kind = None
         return (kind, obj) if kind else (None, "not_found")
-    node, err = tree.resolve(path, st.root_ns, st.home_ns)
+    node, err = view.resolve(tree, path, st.root_ns, st.home_ns)
     if node is None:
         return None, err
     return "live", node
@@ -331,31 +343,33 @@ def get_metadata(st, req, arg):
     for b in ("include_media_info", "include_has_explicit_shared_members"):
         _field(arg, b, bool)
     tree = st.tree
+    view = req.view
     with tree.lock:
-        kind, obj = _resolve_read(st, path)
+        kind, obj = _resolve_read(st, view, path)
         if kind is None:
             if include_deleted and path.startswith("/"):
-                pl = "/".join(key_of(c) for c in path.split("/"))
+                pl = view.pl + "/".join(key_of(c) for c in path.split("/"))
                 t = tree.tombstones.get(pl)
                 if t is not None:
-                    return json_reply(tree.deleted_metadata(t[0], t[1], pl))
+                    pd, pl = view.rel(t[1], pl)
+                    return json_reply(tree.deleted_metadata(t[0], pd, pl))
             return lookup_error(obj)
-        if kind != "old" and obj is tree.root:
+        if kind != "old" and obj is view.base:
             raise ArgError("path: The root folder is unsupported.")
         node = obj
     if kind == "old":
         if obj.hash is None and not (obj.extra and "export_as" in obj.extra):
             obj.hash = obj.source.content_hash()  # outside the lock: may be large
         with tree.lock:
-            return json_reply(tree.old_metadata(obj))
+            return json_reply(view.fix(tree.old_metadata(obj)))
     tree.ensure_hashes([node])
     with tree.lock:
         if path.startswith("rev:"):
-            pd, pl = tree.paths(node)
+            pd, pl = view.rel(*tree.paths(node))
             return json_reply(tree.file_metadata(
                 node.num, node.name, pd, pl, tree.rev_of(node), node.size,
                 tree.mtime_of(node), node.hash, node.extra, with_symlink=False))
-        return json_reply(tree.metadata(node))
+        return json_reply(view.fix(tree.metadata(node)))
 
 
 # ---- download / export ------------------------------------------------------------
@@ -385,11 +399,11 @@ def parse_range(header, size):
     return start, min(end, size - 1)
 
 
-def _file_for_download(st, path, route):
-    """-> (metadata dict, Source, rev string) or a Reply (error)."""
+def _file_for_download(st, view, path, route):
+    """-> (metadata dict in ``view``'s paths, Source, extra) or a Reply (error)."""
     tree = st.tree
     with tree.lock:
-        kind, obj = _resolve_read(st, path)
+        kind, obj = _resolve_read(st, view, path)
         if kind is None:
             return lookup_error(obj)
         if kind == "live" and obj.children is not None:
@@ -400,19 +414,19 @@ def _file_for_download(st, path, route):
             node = obj
             extra = node.extra or {}
             if path.startswith("rev:"):
-                pd, pl = tree.paths(node)
+                pd, pl = view.rel(*tree.paths(node))
                 md = tree.file_metadata(node.num, node.name, pd, pl, tree.rev_of(node),
                                         node.size, tree.mtime_of(node), node.hash,
                                         node.extra, with_symlink=False)
             else:
-                md = tree.metadata(node)
+                md = view.fix(tree.metadata(node))
             src = tree.source_of(node)
     else:
         o = obj
         extra = o.extra or {}
         if o.hash is None and "export_as" not in extra:
             o.hash = o.source.content_hash()
-        md = tree.old_metadata(o)
+        md = view.fix(tree.old_metadata(o))
         src = o.source
     return md, src, extra
 
@@ -422,7 +436,7 @@ def download(st, req, arg):
     rev = _field(arg, "rev", str)
     if rev:
         path = "rev:" + rev
-    got = _file_for_download(st, path, req.route)
+    got = _file_for_download(st, req.view, path, req.route)
     if isinstance(got, Reply):
         return got
     md, src, extra = got
@@ -467,7 +481,7 @@ def _export_bytes(md, fmt):
 def export(st, req, arg):
     path = _check_read_path(_field(arg, "path", str, required=True))
     fmt = _field(arg, "export_format", str)
-    got = _file_for_download(st, path, req.route)
+    got = _file_for_download(st, req.view, path, req.route)
     if isinstance(got, Reply):
         return got
     md, _src, extra = got

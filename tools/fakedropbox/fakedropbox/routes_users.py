@@ -6,6 +6,7 @@ team allocation shape with --team).
 """
 
 from .httpio import json_reply
+from .team import HOME_PATH
 
 
 def full_account(st):
@@ -28,7 +29,7 @@ def full_account(st):
     if st.team:
         acc["root_info"] = {".tag": "team", "root_namespace_id": st.root_ns,
                             "home_namespace_id": st.home_ns,
-                            "home_path": "/Franz Ferdinand"}
+                            "home_path": HOME_PATH}
         acc["team"] = {
             "id": "dbtid:AAFdgehTzw7WlXhZJsbGCLePe8RvQGYDr-I",
             "name": "Fake Team",

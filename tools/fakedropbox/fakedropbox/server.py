@@ -24,6 +24,7 @@ from . import control, routes_files, routes_users
 from .httpio import (Reply, auth_error, bad_request, error_reply,
                      rate_limited_json, rate_limited_text, text_reply)
 from .routes_files import ArgError
+from .team import HOME_PATH
 
 ROUTES = dict(routes_files.ROUTES)
 ROUTES.update(routes_users.ROUTES)
@@ -35,7 +36,7 @@ MAX_BODY = 64 * 1024 * 1024
 
 
 class Req:
-    __slots__ = ("route", "method", "headers", "query", "token", "has_auth")
+    __slots__ = ("route", "method", "headers", "query", "token", "has_auth", "view")
 
 
 class Abort(Exception):
@@ -235,6 +236,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         req.query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
         req.has_auth = "Authorization" in self.headers or "authorization" in req.query
         req.token = None
+        req.view = st.home_view
         rng = self.headers.get("Range")
         rule = st.faults.match(route)
         kind = rule.kind if rule else None
@@ -307,12 +309,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             bad = st.tokens.check(req.token, scope)
             if bad is not None:
                 return auth_error(bad[0], **bad[1])
-        # -- path root
+        # -- path root: which namespace view the request's paths are in
         pr = self.headers.get("Dropbox-API-Path-Root")
         if pr is not None:
-            r = _check_path_root(st, route, pr)
-            if r is not None:
+            r = _path_root_view(st, route, pr)
+            if isinstance(r, Reply):
                 return r
+            req.view = r
         # -- argument
         if style == "rpc":
             ct = _norm_ct(self.headers.get("Content-Type"))
@@ -358,19 +361,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return bad_request(route, "%s: %s" % (where, e))
 
 
-def _check_path_root(st, route, raw):
+def _path_root_view(st, route, raw):
+    """Dropbox-API-Path-Root -> the request's View, or an error Reply."""
     try:
         pr = json.loads(raw)
     except ValueError:
         return bad_request(route, 'HTTP header "Dropbox-API-Path-Root": could not decode input as JSON')
     tag = pr if isinstance(pr, str) else (pr.get(".tag") if isinstance(pr, dict) else None)
-    ok_ns = (st.root_ns, st.home_ns)
     if tag == "home":
-        return None
+        return st.home_view
     if tag == "root" and isinstance(pr, dict) and pr.get("root") == st.root_ns:
-        return None
-    if tag == "namespace_id" and isinstance(pr, dict) and pr.get("namespace_id") in ok_ns:
-        return None
+        return st.root_view
+    if tag == "namespace_id" and isinstance(pr, dict):
+        ns = pr.get("namespace_id")
+        if ns == st.root_ns:
+            return st.root_view
+        if ns == st.home_ns:
+            return st.home_view
     if tag not in ("root", "namespace_id"):
         return bad_request(route, 'HTTP header "Dropbox-API-Path-Root": unknown tag "%s"' % tag)
     if tag == "namespace_id":
@@ -378,7 +385,7 @@ def _check_path_root(st, route, raw):
     info = {".tag": "team" if st.team else "user", "root_namespace_id": st.root_ns,
             "home_namespace_id": st.home_ns}
     if st.team:
-        info["home_path"] = "/Franz Ferdinand"
+        info["home_path"] = HOME_PATH
     return error_reply(422, {".tag": "invalid_root", "invalid_root": info})
 
 

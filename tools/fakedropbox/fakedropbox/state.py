@@ -14,6 +14,7 @@ import time
 
 from .faults import FaultSet
 from .oauth import TokenStore
+from .team import View
 
 
 class State:
@@ -27,6 +28,9 @@ class State:
         self.home_ns = "1928374650"
         self.root_ns = "5647382910" if args.team else self.home_ns
         self.team = args.team
+        # Namespace views (team.py).  Without --team both are the whole tree.
+        self.root_view = View(None, tree.root)
+        self.home_view = View.home(tree) if tree.home is not None else self.root_view
         self.quota_used = args.quota_used
         self.quota_allocated = args.quota_allocated
         self.latency_ms = float(args.latency_ms or 0)
@@ -41,6 +45,10 @@ class State:
         self.routes = collections.Counter()
         self.bytes_sent = 0
         self.log = collections.deque(maxlen=1000)
+
+    def view_of(self, tag):
+        """The View a cursor's recorded view tag names."""
+        return self.home_view if tag == "h" else self.root_view
 
     def tree_total_size(self):
         """Sum of file sizes, cached per journal length."""

@@ -122,11 +122,17 @@ class Tree:
         # the whole dict (a move or rename changes every descendant's paths);
         # setting a lazy hash drops that node's entry.
         self.json_cache = {}
+        self.json_cache_home = {}         # the same, paths relative to home
+        # --team: the member's home folder (see team.py); it cannot be
+        # deleted, moved or replaced.  None without --team.
+        self.home = None
 
     def invalidate_json(self):
         """Forget every cached entry rendering.  Call on any tree mutation."""
         if self.json_cache:
             self.json_cache = {}
+        if self.json_cache_home:
+            self.json_cache_home = {}
 
     # ---- building (start-up, no journal) -------------------------------------
     def _new_num(self):
@@ -260,6 +266,7 @@ class Tree:
                 if self.rev_of(n) == rev and n.hash is None:
                     n.hash = digest
                     self.json_cache.pop(n, None)
+                    self.json_cache_home.pop(n, None)
 
     # ---- lookup ---------------------------------------------------------------
     def walk(self, start, rest):
@@ -276,17 +283,21 @@ class Tree:
             node = child
         return node, None
 
-    def resolve(self, path, root_ns, home_ns):
+    def resolve(self, path, root_ns, home_ns, base=None):
         """Resolve an API path ('', '/a', 'id:..[/x]', 'ns:N[/x]') to (node, err).
 
         err is a LookupError tag ('not_found', 'not_folder', 'malformed_path').
         Caller holds the lock.  Repeated slashes are collapsed, a trailing
         slash is ignored, and components are matched NFC + case-insensitively.
+        '' and '/...' are relative to ``base`` (default: the root); 'ns:' of
+        the home namespace is the home folder when there is one (--team).
         """
+        if base is None:
+            base = self.root
         if path == "":
-            return self.root, None
+            return base, None
         if path.startswith("/"):
-            node, err = self.walk(self.root, path)
+            node, err = self.walk(base, path)
             if node is not None or err != "not_folder":
                 return node, err
             return None, "not_found"
@@ -301,7 +312,8 @@ class Tree:
             ns, _, rest = path[3:].partition("/")
             if ns not in (root_ns, home_ns):
                 return None, "not_found"
-            node, err = self.walk(self.root, rest)
+            start = self.home if ns == home_ns and self.home is not None else self.root
+            node, err = self.walk(start, rest)
             return node, ("not_found" if err else None)
         return None, "malformed_path"
 
@@ -487,6 +499,8 @@ class Tree:
         node, err = self.resolve(path, None, None)
         if node is None or node is self.root:
             raise TreeError("not found: " + path)
+        if node is self.home:
+            raise TreeError("the member's home folder cannot be deleted or replaced: " + path)
         self.invalidate_json()
         cache = {}
         pd, pl = self.paths(node, cache)
@@ -500,6 +514,8 @@ class Tree:
         node, _ = self.resolve(src, None, None)
         if node is None or node is self.root:
             raise TreeError("not found: " + src)
+        if node is self.home:
+            raise TreeError("the member's home folder cannot be moved: " + src)
         self.invalidate_json()
         comps = self.split_path(dst)
         old_pd, old_pl = self.paths(node)
