@@ -18,14 +18,22 @@ extension DropboxClient {
                 return nil
             }
             guard let next else { return page.cursor }
-            page = try await next.value.get()
+            page = try await ListingLookAhead.value(of: next)
         }
     }
 }
 
 /// A request started ahead of need, as a Task whose typed error survives (Task itself only
-/// carries `any Error`).
+/// carries `any Error`). Awaiting it passes the waiter's cancellation on to it.
 enum ListingLookAhead {
+    static func value<T: Sendable>(of task: Task<Result<T, DropboxError>, Never>) async throws(DropboxError) -> T {
+        try await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }.get()
+    }
+
     static func start<T: Sendable>(
         _ operation: @escaping @Sendable () async throws(DropboxError) -> T
     ) -> Task<Result<T, DropboxError>, Never> {

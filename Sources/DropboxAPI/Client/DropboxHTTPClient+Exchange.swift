@@ -8,10 +8,17 @@ import Foundation
 extension DropboxHTTPClient {
     /// An RPC route taking `arg` as its JSON body.
     func rpc<Result: Decodable>(_ route: String, _ arg: some Encodable) async throws(DropboxError) -> Result {
+        try await rpc(route, arg) { (body, route) throws(DropboxError) in try Self.decode(Result.self, from: body, route: route) }
+    }
+
+    /// An RPC route taking `arg` as its JSON body, its reply decoded by `decode`.
+    func rpc<Result>(
+        _ route: String, _ arg: some Encodable, decode: ([UInt8], String) throws(DropboxError) -> Result
+    ) async throws(DropboxError) -> Result {
         let body = try Self.json(arg)
         return try await authorized(route) { token throws(DropboxError) in
             let response = try await self.exchange(self.rpcRequest(route, body: body, token: token))
-            return try Self.decode(Result.self, from: response.body, route: route)
+            return try decode(response.body, route)
         }
     }
 
@@ -117,6 +124,15 @@ extension DropboxHTTPClient {
             return Array(try JSONEncoder().encode(value))
         } catch {
             throw .malformedResponse("could not encode the request argument: \(error)")
+        }
+    }
+
+    /// A list_folder or continue reply, with the byte-level decoder (ListFolderDecoding.swift).
+    static func decodeListing(_ bytes: [UInt8], route: String) throws(DropboxError) -> ListFolderResult {
+        do {
+            return try ListFolderResult.decode(json: bytes)
+        } catch {
+            throw .malformedResponse("\(route): \(error.description)")
         }
     }
 

@@ -15,7 +15,13 @@ extension DropboxHTTPClient {
         var raw = try await rawListingPage("files/list_folder", body: try Self.json(arg))
         while true {
             var next = raw.head.flatMap { head in head.hasMore ? startContinue(head.cursor) : nil }
-            let page = try raw.page()
+            let page: ListFolderResult
+            do {
+                page = try raw.page()
+            } catch {
+                next?.cancel()
+                throw error
+            }
             if raw.head != ListFolderHead.Head(cursor: page.cursor, hasMore: page.hasMore) {
                 if raw.head != nil { Log.warning("list_folder: the reply's cursor was misread; continuing from the decoded one") }
                 next?.cancel()
@@ -26,7 +32,7 @@ extension DropboxHTTPClient {
                 return nil
             }
             guard let next else { return page.cursor }
-            raw = try await next.value.get()
+            raw = try await ListingLookAhead.value(of: next)
         }
     }
 
@@ -43,7 +49,7 @@ extension DropboxHTTPClient {
             if let head = ListFolderHead.scan(response.body) {
                 return RawListingPage(route: route, body: response.body, head: head, decoded: nil)
             }
-            let page = try Self.decode(ListFolderResult.self, from: response.body, route: route)
+            let page = try Self.decodeListing(response.body, route: route)
             return RawListingPage(route: route, body: [], head: nil, decoded: page)
         }
     }
@@ -57,6 +63,6 @@ struct RawListingPage: Sendable {
 
     func page() throws(DropboxError) -> ListFolderResult {
         if let decoded { return decoded }
-        return try DropboxHTTPClient.decode(ListFolderResult.self, from: body, route: route)
+        return try DropboxHTTPClient.decodeListing(body, route: route)
     }
 }

@@ -33,11 +33,11 @@ public final class DropboxHTTPClient: DropboxClient {
     }
 
     public func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
-        try await rpc("files/list_folder", arg)
+        try await rpc("files/list_folder", arg, decode: Self.decodeListing)
     }
 
     public func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
-        try await rpc("files/list_folder/continue", CursorArg(cursor: cursor))
+        try await rpc("files/list_folder/continue", CursorArg(cursor: cursor), decode: Self.decodeListing)
     }
 
     public func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {

@@ -16,17 +16,29 @@ public struct ContentHash: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses 64 hex digits (either case); nil for anything else.
     public init?(hex: String) {
-        let utf8 = Array(hex.utf8)
+        var copy = hex
+        guard let parsed = copy.withUTF8({ Self(hexDigits: $0) }) else { return nil }
+        self = parsed
+    }
+
+    /// Parses 64 hex digits given as UTF-8 bytes (either case); nil for anything else.
+    init?(hexDigits utf8: UnsafeBufferPointer<UInt8>) {
         guard utf8.count == 64 else { return nil }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(32)
-        var i = 0
-        while i < 64 {
-            guard let hi = Self.nibble(utf8[i]), let lo = Self.nibble(utf8[i + 1]) else { return nil }
-            bytes.append(hi << 4 | lo)
-            i += 2
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        for w in 0..<4 {
+            var word: UInt64 = 0
+            for k in 0..<16 {
+                guard let digit = Self.nibble(utf8[w * 16 + k]) else { return nil }
+                word = word << 4 | UInt64(digit)
+            }
+            switch w {
+            case 0: words.0 = word
+            case 1: words.1 = word
+            case 2: words.2 = word
+            default: words.3 = word
+            }
         }
-        self.init(bytes: bytes)
+        (w0, w1, w2, w3) = words
     }
 
     public var bytes: [UInt8] {
