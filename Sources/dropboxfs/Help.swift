@@ -80,6 +80,8 @@ enum Help {
           --dir-cache-time SECONDS    with --no-watch: how long a folder listing is trusted before
                                       it is listed again (default 60)
           --threads N                 FUSE worker threads (default 16)
+          --home-only                 in a Dropbox team space, show only your own folder instead of
+                                      the whole team space (team folders and your folder)
           --cache-dir DIR             cache folder (default $XDG_CACHE_HOME/dropboxfs, i.e.
                                       ~/.cache/dropboxfs); file contents go to DIR/content
           --cache-size SIZE           cap of the disk content cache, e.g. 512M or 4G (default 1G);

@@ -23,7 +23,7 @@ enum MountCommand {
         switches: [
             "f": "foreground", "foreground": "foreground", "allow-other": "allow-other",
             "allow-non-empty": "allow-non-empty", "no-prefetch": "no-prefetch", "no-watch": "no-watch",
-            "no-disk-cache": "no-disk-cache", "d": "debug", "debug": "debug", "h": "help", "help": "help",
+            "no-disk-cache": "no-disk-cache", "home-only": "home-only", "d": "debug", "debug": "debug", "h": "help", "help": "help",
         ])
 
     static func run(_ arguments: [String]) throws -> ExitCode {
@@ -53,9 +53,14 @@ enum MountCommand {
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment,
             endpoints: configuration.endpoints)
+        let account = try AccountCheck.verify(
+            DropboxHTTPClient(endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport),
+            endpoints: configuration.endpoints)
+        // A team-space member sees the whole team space (their own folder is one folder of it).
         let client = DropboxHTTPClient(
-            endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport)
-        let account = try AccountCheck.verify(client, endpoints: configuration.endpoints)
+            endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
+            configuration: DropboxHTTPClient.Configuration(
+                pathRoot: PathRoot.forAccount(account.rootInfo, homeOnly: configuration.homeOnly)))
         try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
 
         if !configuration.foreground && !Daemon.isChild {
@@ -82,6 +87,9 @@ enum MountCommand {
         do {
             try session.run {
                 Log.info("mounted \(account.email)'s Dropbox on \(mountpoint)")
+                if let line = TeamSpace.mountLine(account.rootInfo, homeOnly: configuration.homeOnly) {
+                    Log.info(line)
+                }
                 MountGuard.start(mountpoint: mountpoint)
                 core.startSync()
                 Daemon.reportReady()
@@ -109,6 +117,8 @@ struct MountConfiguration {
     /// Whole-tree background listing, and change following (with kernel invalidation).
     var prefetch: Bool
     var watch: Bool
+    /// In a team space, show only the member's own folder.
+    var homeOnly: Bool
     var logLevel: LogLevel
     var logFile: String?
     var mountOptions: [String]
@@ -138,6 +148,7 @@ struct MountConfiguration {
             api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
         prefetch = !parsed.has("no-prefetch")
         watch = !parsed.has("no-watch")
+        homeOnly = parsed.has("home-only")
         // With the watcher, changes invalidate the kernel's caches, so they can be kept long.
         attrTimeout = try Self.seconds(parsed.value("attr-timeout"), name: "--attr-timeout", default: watch ? 3600 : 60)
         dirCacheTime = try Self.seconds(parsed.value("dir-cache-time"), name: "--dir-cache-time", default: 60)

@@ -35,6 +35,7 @@ enum StatusCommand {
             let client = DropboxHTTPClient(endpoints: endpoints, tokens: credentials.tokens, transport: Shared.transport)
             let account = try AccountCheck.verify(client, endpoints: endpoints)
             printOut("account:     \(account.displayName) <\(account.email)> (\(account.accountType))")
+            if let line = TeamSpace.statusLine(account.rootInfo) { printOut("team space:  \(line)") }
             if let usage = try? runBlocking({ try await client.getSpaceUsage() }) {
                 printOut("space:       \(spaceLine(usage))")
             } else {

@@ -8,10 +8,16 @@ public final class DropboxHTTPClient: DropboxClient {
         public var timeouts: HTTPTimeouts
         /// Added to a longpoll's `timeout`: Dropbox may answer up to 90 s late (jitter).
         public var longpollGrace: Duration
+        /// The namespace RPC and download paths are relative to (sent as Dropbox-API-Path-Root).
+        /// Longpolls carry none: their cursor already names its namespace.
+        public var pathRoot: PathRoot
 
-        public init(timeouts: HTTPTimeouts = HTTPTimeouts(), longpollGrace: Duration = .seconds(90)) {
+        public init(
+            timeouts: HTTPTimeouts = HTTPTimeouts(), longpollGrace: Duration = .seconds(90), pathRoot: PathRoot = .home
+        ) {
             self.timeouts = timeouts
             self.longpollGrace = longpollGrace
+            self.pathRoot = pathRoot
         }
     }
 
@@ -19,7 +25,7 @@ public final class DropboxHTTPClient: DropboxClient {
     let tokens: any AccessTokenProvider
     let transport: any HTTPTransport
     public let pacer: Pacer
-    let configuration: Configuration
+    public let configuration: Configuration
 
     public init(
         endpoints: DropboxEndpoints, tokens: any AccessTokenProvider, transport: any HTTPTransport = CurlTransport(),
@@ -61,6 +67,14 @@ public final class DropboxHTTPClient: DropboxClient {
 
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await rpc("users/get_current_account")
+    }
+
+    /// The same client (tokens, transport, pacer) with paths relative to `pathRoot`.
+    public func with(pathRoot: PathRoot) -> DropboxHTTPClient {
+        var configuration = configuration
+        configuration.pathRoot = pathRoot
+        return DropboxHTTPClient(
+            endpoints: endpoints, tokens: tokens, transport: transport, pacer: pacer, configuration: configuration)
     }
 
     public func getSpaceUsage() async throws(DropboxError) -> SpaceUsage {

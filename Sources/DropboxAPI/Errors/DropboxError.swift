@@ -116,7 +116,9 @@ extension DropboxError: CustomStringConvertible {
         case .unsupportedFile: return "this file cannot be downloaded from Dropbox (export only)"
         case .routeError(let summary): return "Dropbox error: \(summary)"
         case .rangeNotSatisfiable: return "the requested byte range is outside the file"
-        case .pathRoot(let tag): return "invalid Dropbox path root (\(tag))"
+        case .pathRoot(let tag):
+            return "Dropbox no longer accepts this account's team space root (\(tag)): the account joined or "
+                + "left a team space; unmount and mount again"
         case .rateLimited(let after): return "Dropbox rate limit: retry after \(after) s"
         case .serverError(let status): return "Dropbox server error (HTTP \(status))"
         case .oauth(let error, let description):
