@@ -9,9 +9,9 @@
 // folder changed in between, by its name, so a listing read while the folder changes neither
 // repeats nor skips an entry that did not change.
 //
-// The kernel's readdir cache is made stale by remote changes. Every change of a folder's entries
-// bumps the folder's version, which its mtime carries in the nanoseconds (Node+Attributes), and
-// publishes an inode invalidation. The kernel checks a folder's mtime each time a listing starts
+// The kernel's readdir cache is made stale by remote changes. Every change of a complete folder's
+// entries bumps the folder's stamp, which its mtime carries in the nanoseconds (Attributes.swift),
+// and publishes an inode invalidation (delivered twice, see Invalidations.swift). The kernel checks a folder's mtime each time a listing starts
 // and drops a cached listing whose mtime differs from the one it started with (fs/fuse/readdir.c,
 // with FUSE_CAP_AUTO_INVAL_DATA refreshing invalidated attributes first). That closes the race in
 // which a piece built before a change reaches the cache after the change's invalidation.

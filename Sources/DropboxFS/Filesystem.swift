@@ -36,6 +36,8 @@ public struct FilesystemOptions: Sendable {
     public var subtreeListingAfter: Double
     /// `timeout` of each longpoll, seconds (Dropbox accepts 30...480).
     public var longpollTimeout: Int
+    /// Kernel invalidations are delivered again after this many seconds (Invalidations.swift).
+    public var invalidationRepeat: Double?
     /// File reads: prefetch, buffer memory cap, disk cache (Reader/ReaderOptions.swift).
     public var reader: ReaderOptions
     /// Monotonic seconds; injectable for tests.
@@ -52,6 +54,7 @@ public struct FilesystemOptions: Sendable {
         prefetchWait: Double = 0.5,
         subtreeListingAfter: Double = 10,
         longpollTimeout: Int = 120,
+        invalidationRepeat: Double? = 1,
         reader: ReaderOptions = ReaderOptions(),
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
@@ -65,6 +68,7 @@ public struct FilesystemOptions: Sendable {
         self.prefetchWait = prefetchWait
         self.subtreeListingAfter = subtreeListingAfter
         self.longpollTimeout = longpollTimeout
+        self.invalidationRepeat = invalidationRepeat
         self.reader = reader
         self.monotonicNow = monotonicNow
     }
@@ -98,7 +102,7 @@ public final class Filesystem: Sendable {
     let client: any DropboxClient
     let options: FilesystemOptions
     let state: Mutex<State>
-    let invalidations = InvalidationPublisher()
+    let invalidations: InvalidationPublisher
     /// Open files and their bytes; guarded by its own lock, never taken while `state` is held.
     let reader: FileReader
 
@@ -106,6 +110,7 @@ public final class Filesystem: Sendable {
         self.client = client
         self.options = options
         self.state = Mutex(State(tree: MetadataTree(folderTime: options.folderTime)))
+        self.invalidations = InvalidationPublisher(repeatAfter: options.invalidationRepeat)
         self.reader = FileReader(client: client, options: options.reader)
     }
 

@@ -84,19 +84,21 @@ enum MountCommand {
             maxThreads: configuration.threads)
         core.setInvalidationHandler { session.invalidate($0) }
         defer { core.stop() }
+        var guardHandle: MountGuard.Handle?
         do {
             try session.run {
                 Log.info("mounted \(account.email)'s Dropbox on \(mountpoint)")
                 if let line = TeamSpace.mountLine(account.rootInfo, homeOnly: configuration.homeOnly) {
                     Log.info(line)
                 }
-                MountGuard.start(mountpoint: mountpoint)
+                guardHandle = MountGuard.start(mountpoint: mountpoint)
                 core.startSync()
                 Daemon.reportReady()
             }
         } catch {
             throw CommandFailure(.mountPoint, error.description)
         }
+        MountGuard.disarm(guardHandle)
         core.finishDiskCacheWrites()
         Log.info("unmounted \(mountpoint)")
         return .success

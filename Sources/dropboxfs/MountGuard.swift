@@ -7,10 +7,12 @@
 //
 // So the daemon starts this guard right after mounting: `dropboxfs __guard-mount MOUNTPOINT`, in a
 // session of its own, with the read end of a pipe as its standard input. The daemon holds the write
-// end until it exits; the guard blocks reading it. At end of file the daemon is gone: if the mount
-// it guarded (same mount point and device) is still in the mount table, the guard detaches it
-// (umount2 MNT_DETACH as root, `fusermount3 -u -z` otherwise) and says so on standard error, which
-// is the daemon's log.
+// end until it exits; the guard blocks reading it. When the daemon's session ends normally (it was
+// unmounted), the daemon writes one byte ("disarm") and the guard leaves without acting: by then a
+// new mount may already stand on the same folder, with the same recycled device number. End of
+// file without that byte means the daemon died: if the mount it guarded (same mount point and
+// device) is still in the mount table, the guard detaches it (umount2 MNT_DETACH as root,
+// `fusermount3 -u -z` otherwise) and says so on standard error, which is the daemon's log.
 
 import FUSEAdapter
 
@@ -23,14 +25,20 @@ enum MountGuard {
     /// glibc's POSIX_SPAWN_SETSID (hidden behind _GNU_SOURCE from Swift).
     private static let posixSpawnSetsid: Int16 = 0x80
 
+    /// The daemon's end of a running guard.
+    struct Handle {
+        let pid: pid_t
+        let writeEnd: Int32
+    }
+
     /// In the daemon, once mounted: starts the guard. A failure is logged and otherwise ignored
     /// (fusermount3's auto_unmount still covers mounts where the kernel asks opendir).
-    static func start(mountpoint: String) {
+    static func start(mountpoint: String) -> Handle? {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
         else {
             printError("dropboxfs: cannot start the mount guard: \(String(cString: strerror(errno)))")
-            return
+            return nil
         }
         let (readEnd, writeEnd) = (fds[0], fds[1])
         var actions = posix_spawn_file_actions_t()
@@ -50,11 +58,24 @@ enum MountGuard {
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environment)
         close(readEnd)
-        if rc != 0 {
+        guard rc == 0 else {
             close(writeEnd)
             printError("dropboxfs: cannot start the mount guard: \(String(cString: strerror(rc)))")
+            return nil
         }
         // writeEnd stays open (close-on-exec) for the life of the daemon: its end is the signal.
+        return Handle(pid: pid, writeEnd: writeEnd)
+    }
+
+    /// In the daemon, after a normal end of the session (unmounted): tells the guard to leave
+    /// without acting, and reaps it if it already has.
+    static func disarm(_ handle: Handle?) {
+        guard let handle else { return }
+        var byte: UInt8 = 1
+        _ = write(handle.writeEnd, &byte, 1)
+        close(handle.writeEnd)
+        var status: Int32 = 0
+        _ = waitpid(handle.pid, &status, WNOHANG)
     }
 
     /// The guard process: waits for the daemon to end, then detaches its mount if still there.
@@ -62,10 +83,13 @@ enum MountGuard {
         guard arguments.count == 1 else { return .usage }
         let mountpoint = arguments[0]
         _ = chdir("/")  // never keep the mount point busy
+        // Hold nothing of the daemon's but the pipe (libfuse's auto_unmount socket among others).
+        for fd in Int32(3)..<Int32(1024) { close(fd) }
         guard let guarded = mount(at: mountpoint, device: nil) else { return .success }
         var byte: UInt8 = 0
         while true {
             let n = read(0, &byte, 1)
+            if n == 1 { return .success }  // disarmed: the daemon unmounted normally
             if n == 0 || (n < 0 && errno != EINTR) { break }
         }
         guard mount(at: mountpoint, device: guarded.device) != nil else { return .success }

@@ -2,6 +2,7 @@
 (auto_unmount), and the background mode."""
 
 import os
+import time
 import signal
 import subprocess
 
@@ -188,3 +189,20 @@ def test_background_mode_default_log_file(binary, fake_factory, background_mount
     for pid in pids:
         wait_until(lambda: process_gone(pid), timeout=15, message="the background daemon to exit")
     assert TOKEN not in log.read_text(errors="replace")
+
+
+def test_a_quick_remount_is_not_undone_by_the_previous_daemon(fake_factory, mount_factory):
+    """The mount guard of a daemon that is still shutting down must not detach the next mount on
+    the same folder, which gets the same recycled device number."""
+    fake = small_fake(fake_factory)
+    m = mount_factory(fake)
+    assert_usable(m)
+    assert run("fusermount3", "-u", m.path, timeout=15).returncode == 0
+    m2 = mount_factory(fake, mountpoint=m.path)  # while the first daemon may still be exiting
+    assert_usable(m2)
+    assert m.process.wait(timeout=15) == 0
+    time.sleep(1.0)  # the first daemon's guard has acted by now, if it were going to
+    assert is_mounted(m2.path)
+    assert_usable(m2)
+    m2.unmount()
+    assert m2.process.returncode == 0

@@ -2,6 +2,12 @@
 // handed to the FUSE layer afterwards on one serial queue: libfuse forbids calling the
 // notify_inval functions from the path of a related request (the kernel may hold the folder's lock
 // while it waits for our reply), so no request ever waits for a delivery.
+//
+// Every batch is delivered a second time a moment later. A reply built before a change (a
+// readdir piece, a lookup's "no such name") can reach the kernel's caches after the change's
+// invalidation was processed; the kernel's own checks catch most of these (attribute versions,
+// the folder mtime check of cached listings), but not a listing cache begun by another reader in
+// between, nor a negative dentry. The repeat drops whatever such a late reply left behind.
 
 import Dispatch
 import Synchronization
@@ -10,6 +16,12 @@ final class InvalidationPublisher: Sendable {
     /// Guards the sink, which the FUSE layer installs once mounted.
     private let sink = Mutex<(@Sendable ([Invalidation]) -> Void)?>(nil)
     private let queue = DispatchQueue(label: "dropboxfs.invalidations")
+    /// Delay of the second delivery, milliseconds (nil: none).
+    private let repeatMilliseconds: Int?
+
+    init(repeatAfter seconds: Double? = 1) {
+        repeatMilliseconds = seconds.map { Int(($0 * 1000).rounded()) }
+    }
 
     func setSink(_ newSink: (@Sendable ([Invalidation]) -> Void)?) {
         sink.withLock { $0 = newSink }
@@ -20,6 +32,9 @@ final class InvalidationPublisher: Sendable {
         var seen = Set<InvalidationKey>()
         let unique = invalidations.filter { seen.insert(InvalidationKey($0)).inserted }
         queue.async { deliver(unique) }
+        if let repeatMilliseconds {
+            queue.asyncAfter(deadline: .now() + .milliseconds(repeatMilliseconds)) { deliver(unique) }
+        }
     }
 }
 

@@ -34,8 +34,11 @@ struct MetadataTree {
     /// Slots of released folders; reused for new folders.
     private var freeFolderSlots: [UInt32] = []
     private(set) var symlinkTargets: [UInt32: String] = [:]
-    /// Indices of detached nodes whose records were released; reused for new entries.
+    /// Indices of detached nodes whose records were released, reused for new entries oldest
+    /// first (from `freeHead` on), so a released node keeps its name and parent as long as
+    /// possible: a folder listing read in pieces resumes after such a node by its name.
     private var freeList: [UInt32] = []
+    private var freeHead = 0
     /// The generation given to the next allocated node.
     private var nextGeneration: UInt64 = 1
     /// How many nodes are attached (for statfs and progress).
@@ -313,7 +316,13 @@ struct MetadataTree {
         var node = node
         node.generation = nextGeneration
         nextGeneration += 1
-        if let index = freeList.popLast() {
+        if freeHead < freeList.count {
+            let index = freeList[freeHead]
+            freeHead += 1
+            if freeHead >= 4096 && freeHead * 2 >= freeList.count {
+                freeList.removeFirst(freeHead)
+                freeHead = 0
+            }
             nodes[Int(index)] = node
             return index
         }
@@ -352,8 +361,12 @@ struct MetadataTree {
             folders[slot] = FolderState()
             freeFolderSlots.append(UInt32(slot))
         }
-        nodes[Int(index)] = Node(parent: 0, name: "", kind: .file)
-        nodes[Int(index)].attached = false
+        let old = nodes[Int(index)]
+        // Only the name, parent and generation stay, until the index is reused (DirectoryCookie).
+        var released = Node(parent: old.parent, name: old.name, kind: .file)
+        released.attached = false
+        released.generation = old.generation
+        nodes[Int(index)] = released
         symlinkTargets[index] = nil
         freeList.append(index)
     }
