@@ -26,12 +26,15 @@ extension Filesystem {
 
     /// Whether `readDirectory` of this folder can be served at once (false: call
     /// `prepareDirectory` first). A deleted folder the kernel still holds is ready: it is empty.
-    public func isDirectoryReady(_ inode: UInt64) throws(FilesystemError) -> Bool {
+    /// With `expiredIsReady` (the later pieces of a listing) a complete listing past its TTL
+    /// counts as ready, so one listing is not relisted halfway.
+    public func isDirectoryReady(_ inode: UInt64, expiredIsReady: Bool = false) throws(FilesystemError) -> Bool {
         let index = try Self.index(inode)
         return try state.withLock { (s: inout State) throws(FilesystemError) -> Bool in
             guard let node = s.tree.node(index) else { throw .stale }
             guard node.kind == .folder else { throw .notADirectory }
-            return !node.attached || isFresh(index, in: s)
+            if !node.attached { return true }
+            return expiredIsReady ? s.tree.isComplete(index) : isFresh(index, in: s)
         }
     }
 

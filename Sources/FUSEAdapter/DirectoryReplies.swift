@@ -33,20 +33,20 @@ enum DirectoryReplies {
     }
 
     static func readdir(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
-        // Later pieces are served from what the tree holds, even if it went stale meanwhile.
-        whenListed(request, ino: ino, orNow: offset != 0) {
+        // Later pieces are served from the listing the first one came from, even once it expired.
+        whenListed(request, ino: ino, expiredIsReady: offset != 0) {
             fill(request, ino: ino, size: size, offset: offset, plus: plus)
         }
     }
 
-    /// Calls `reply` once the folder can be served (at once with `orNow`): on this thread when
-    /// it is listed, else from a Task once it is. A failure answers the request instead.
+    /// Calls `reply` once the folder can be served: on this thread when it is listed, else from a
+    /// Task once it is. A failure answers the request instead.
     private static func whenListed(
-        _ request: FUSERequest, ino: UInt64, orNow now: Bool = false, _ reply: @escaping @Sendable () -> Void
+        _ request: FUSERequest, ino: UInt64, expiredIsReady: Bool = false, _ reply: @escaping @Sendable () -> Void
     ) {
         let core = FUSEFilesystem.of(request.raw).core
         do {
-            if try now || core.isDirectoryReady(ino) {
+            if try core.isDirectoryReady(ino, expiredIsReady: expiredIsReady) {
                 reply()
                 return
             }
