@@ -146,23 +146,6 @@ extension CoreTests {
     }
 }
 
-extension CoreTests {
-    /// A small seeded generator (SplitMix64), so random tests replay from their seed.
-    struct SplitMix64: RandomNumberGenerator {
-        private var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-}
-
 // MARK: - Invalidation and log capture
 
 extension CoreTests {
@@ -473,14 +456,14 @@ extension CoreTests {
         ]
 
         var fake: InMemoryDropbox
-        var random: SplitMix64
+        var random: SplitMix
         var nasty: Bool
         /// Display paths of the folders added so far ("" is the root).
         var folders: [String] = [""]
 
         init(_ fake: InMemoryDropbox, seed: UInt64, nasty: Bool) {
             self.fake = fake
-            self.random = SplitMix64(seed: seed)
+            self.random = SplitMix(seed: seed)
             self.nasty = nasty
         }
 

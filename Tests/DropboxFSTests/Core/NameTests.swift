@@ -93,7 +93,7 @@ extension CoreTests {
         }
 
         @Test func equalityAndHashingFollowTheFoldedBytes() {
-            var generator = CoreTests.SplitMix64(seed: 7)
+            var generator = SplitMix(seed: 7)
             let pieces = ["a", "A", "\u{E9}", "e\u{301}", "\u{C9}", "E\u{301}", "\u{DF}", "\u{3A3}", "\u{3C3}", "k", "\u{212A}", " "]
             let names = (0..<300).map { _ in
                 (0..<Int.random(in: 1...3, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
