@@ -2,7 +2,8 @@
 // signal handlers, mount, run the multi-threaded loop until unmounted or signalled, then tear down.
 // Kernel cache invalidations also go through here, since they need the session.
 //
-// Locking: `session` is written once before the loop starts and cleared after it ends, under `lock`.
+// Locking: `session` is written once before the loop starts and cleared after it ends, under `lock`,
+// which invalidation batches also hold while they call into libfuse.
 
 import CFuse
 import DropboxAPI  // for Log only
@@ -87,17 +88,21 @@ public final class FUSESession: Sendable {
         fuse_session_unmount(session)
     }
 
-    /// Tells the kernel to drop cached names and attributes that a tree change made stale.
+    /// Tells the kernel to drop cached names and attributes that a tree change made stale. The
+    /// session lock is held for the whole batch, so teardown (which clears the pointer before
+    /// destroying the session) never frees the session under a notify call.
     public func invalidate(_ invalidations: [Invalidation]) {
-        guard let session = lock.withLock({ $0 }) else { return }
-        for invalidation in invalidations {
-            switch invalidation {
-            case .entry(let parent, let name):
-                let rc = name.withCString { fuse_lowlevel_notify_inval_entry(session.raw, parent, $0, strlen($0)) }
-                if rc != 0 && rc != -ENOENT { Log.debug("inval_entry \(parent)/\(name): \(rc)") }
-            case .inode(let inode):
-                let rc = fuse_lowlevel_notify_inval_inode(session.raw, inode, 0, 0)
-                if rc != 0 && rc != -ENOENT { Log.debug("inval_inode \(inode): \(rc)") }
+        lock.withLock { pointer in
+            guard let session = pointer else { return }
+            for invalidation in invalidations {
+                switch invalidation {
+                case .entry(let parent, let name):
+                    let rc = name.withCString { fuse_lowlevel_notify_inval_entry(session.raw, parent, $0, strlen($0)) }
+                    if rc != 0 && rc != -ENOENT { Log.debug("inval_entry \(parent)/\(name): \(rc)") }
+                case .inode(let inode):
+                    let rc = fuse_lowlevel_notify_inval_inode(session.raw, inode, 0, 0)
+                    if rc != 0 && rc != -ENOENT { Log.debug("inval_inode \(inode): \(rc)") }
+                }
             }
         }
     }

@@ -71,6 +71,9 @@ enum MountGuard {
     /// without acting, and reaps it if it already has.
     static func disarm(_ handle: Handle?) {
         guard let handle else { return }
+        // libfuse restored SIGPIPE's default at teardown: a guard already gone (killed with the
+        // daemon by `pkill dropboxfs`) must not make this write kill the daemon.
+        signal(SIGPIPE, SIG_IGN)
         var byte: UInt8 = 1
         _ = write(handle.writeEnd, &byte, 1)
         close(handle.writeEnd)
@@ -84,7 +87,9 @@ enum MountGuard {
         let mountpoint = arguments[0]
         _ = chdir("/")  // never keep the mount point busy
         // Hold nothing of the daemon's but the pipe (libfuse's auto_unmount socket among others).
-        for fd in Int32(3)..<Int32(1024) { close(fd) }
+        var limit = rlimit()
+        let highest = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 ? min(limit.rlim_cur, 1 << 16) : 1024
+        for fd in Int32(3)..<Int32(highest) { close(fd) }
         guard let guarded = mount(at: mountpoint, device: nil) else { return .success }
         var byte: UInt8 = 0
         while true {

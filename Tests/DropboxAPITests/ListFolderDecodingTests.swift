@@ -66,6 +66,31 @@ import Testing
         #"{".tag":"folder","name":"bad escape \q","id":"id:l"}"#,
         #"{ ".tag" : "folder" , "name" : "spaced" , "id" : "id:sp" , "extra" : { "deep" : [ 1 , { "x" : null } , true , false , -0.5e-3 ] } }"#,
         #"{".tag":"folder","name":"caf\u00e9","id":"id:c","path_lower":"/caf\u00e9","unknown":{"name":"nested name is not the name"}}"#,
+        // Nested objects: escaped and duplicate keys, mistyped fields.
+        "{\(file),\"symlink_info\":{\"t\\u0061rget\":\"/escaped\"}}",
+        "{\(file),\"symlink_info\":{\"target\":\"/first\",\"target\":\"/second\"}}",
+        "{\(file),\"symlink_info\":{\"target\":7}}",
+        "{\(file),\"sharing_info\":{\"read_only\":true,\"traverse_only\":\"no\"}}",
+        "{\(file),\"sharing_info\":{\"read_only\":true,\"shared_folder_id\":5}}",
+        "{\(file),\"sharing_info\":{\"read_only\":false,\"read_only\":true}}",
+        #"{".tag":"folder","name":"F","id":"id:f","sharing_info":{"no_access":1}}"#,
+        #"{".tag":"folder","name":"F","id":"id:f","sharing_info":null}"#,
+        #"{".tag":"folder","name":"F","id":"id:f","sharing_info":[]}"#,
+        // Sizes at and past the limits, and non-integers.
+        "{\(file.replacingOccurrences(of: "\"size\":12", with: "\"size\":18446744073709551615"))}",
+        "{\(file.replacingOccurrences(of: "\"size\":12", with: "\"size\":18446744073709551616"))}",
+        "{\(file.replacingOccurrences(of: "\"size\":12", with: "\"size\":1.5"))}",
+        "{\(file.replacingOccurrences(of: "\"size\":12", with: "\"size\":1e20"))}",
+        "{\(file.replacingOccurrences(of: "\"size\":12", with: "\"size\":12.0"))}",
+        // Hashes: escaped, uppercase, too short, too long; timestamps: escaped, wrong.
+        "{\(file),\"content_hash\":\"\\u0061\(String(repeating: "b", count: 63))\"}",
+        "{\(file),\"content_hash\":\"\(String(repeating: "AB", count: 32))\"}",
+        "{\(file),\"content_hash\":\"\(String(repeating: "a", count: 63))\"}",
+        "{\(file),\"content_hash\":\"\(String(repeating: "a", count: 65))\"}",
+        "{\(file.replacingOccurrences(of: "\"client_modified\":\"2", with: "\"client_modified\":\"\\u0032"))}",
+        "{\(file.replacingOccurrences(of: "2020-01-02T03:04:05Z", with: "2020-13-02T03:04:05Z"))}",
+        // Keys and values in other scripts, unescaped.
+        #"{".tag":"folder","name":"日本語","id":"id:j","nämé":"ünknown","path_display":"/日本語"}"#,
     ]
 
     @Test func craftedEntriesDecodeAsJSONDecoderDecodesThem() throws {
@@ -86,6 +111,40 @@ import Testing
         let bytes = Self.page([#"{".tag":"folder","name":"short \u12","id":"id:l"}"#, #"{".tag":"folder","name":"ok","id":"id:o"}"#])
         let got = try #require(Self.fast(bytes))
         #expect(got.entries.map(\.name) == ["ok"] && got.undecodableEntries == 1)
+    }
+
+    @Test func theTopLevelTakesTheFirstOfDuplicateKeysAndEscapedKeys() throws {
+        for page in [
+            #"{"entries":[],"cursor":"first","has_more":false,"cursor":"second"}"#,
+            #"{"entri\u0065s":[{".tag":"folder","name":"x","id":"id:x"}],"cursor":"c","has_more":true}"#,
+            #"{"entries":[{".tag":"folder","name":"x","id":"id:x"}],"entries":[],"cursor":"c","has_more":false}"#,
+            #"{"has_more":false,"cursor":"c","extra":[1,{"entries":[]}],"entries":[]}"#,
+        ] {
+            let bytes = Array(page.utf8)
+            #expect(Self.fast(bytes) == Self.reference(bytes), "\(page)")
+            #expect(Self.fast(bytes) != nil, "\(page)")
+        }
+    }
+
+    /// A raw control character in a field nobody reads does not drop the entry (JSONDecoder
+    /// never reads it either); in a field that is read, it does.
+    @Test func controlCharactersCountOnlyWhereRead() throws {
+        var bytes = Array(#"{"entries":[{".tag":"folder","name":"ok","id":"id:1","extra":"a"#.utf8) + [0x01]
+        bytes += Array(#""},{".tag":"folder","name":"b"#.utf8) + [0x01] + Array(#"","id":"id:2"}],"cursor":"c","has_more":false}"#.utf8)
+        let got = try #require(Self.fast(bytes))
+        #expect(got.entries.map(\.name) == ["ok"] && got.undecodableEntries == 1)
+        #expect(got == Self.reference(bytes))
+    }
+
+    /// Nesting deeper than 512 fails the page instead of exhausting the stack.
+    @Test func deepNestingFailsWithoutCrashing() {
+        let deep = Array(#"{"entries":[{".tag":"folder","name":"x","id":"id:x","junk":"#.utf8)
+            + Array(repeating: UInt8(ascii: "["), count: 200_000) + Array(#"}],"cursor":"c","has_more":false}"#.utf8)
+        #expect(Self.fast(deep) == nil)
+        let fine = Array(#"{"entries":[{".tag":"folder","name":"x","id":"id:x","junk":"#.utf8)
+            + Array(repeating: UInt8(ascii: "["), count: 100) + Array(repeating: UInt8(ascii: "]"), count: 100)
+            + Array(#"}],"cursor":"c","has_more":false}"#.utf8)
+        #expect(Self.fast(fine)?.entries.count == 1)
     }
 
     @Test func invalidUTF8InAnEntryDropsThatEntryOnly() throws {

@@ -42,7 +42,7 @@ extension ListFolderResult {
                         var list: [Metadata] = []
                         try r.expect(JSONBytes.openBracket)
                         if !r.take(JSONBytes.closeBracket) {
-                            list.reserveCapacity(2000)
+                            list.reserveCapacity(min(2000, r.end / 256))  // an entry is 250+ bytes
                             repeat {
                                 // One pass finds the entry's end and where its fields are.
                                 var entry = EntryDecoder(reader: r)
@@ -296,7 +296,8 @@ private enum Value<T> {
     }
 }
 
-/// The first occurrence of each key of a small nested object, decoded on request.
+/// The first occurrence of each key of a small nested object, decoded on request. Keys are kept
+/// as tokens and compared as bytes (only an escaped key becomes a String).
 private struct NestedObject {
     struct Sharing {
         var readOnly: Bool?
@@ -306,37 +307,44 @@ private struct NestedObject {
     }
 
     var reader: JSONBytes
-    var fields: [(key: String, start: Int)] = []
+    var keys: [(token: (range: Range<Int>, escaped: Bool), start: Int)] = []
 
     mutating func locate() throws(JSONBytes.SyntaxError) {
         try reader.expect(JSONBytes.openBrace)
         if reader.take(JSONBytes.closeBrace) { return }
         repeat {
             let token = try reader.string()
-            guard let key = reader.text(token) else { throw JSONBytes.SyntaxError() }
+            guard reader.isValidText(token) else { throw JSONBytes.SyntaxError() }
             try reader.expect(JSONBytes.colon)
             reader.skipSpace()
-            if !fields.contains(where: { $0.key == key }) { fields.append((key, reader.i)) }
-            try reader.skipValue()
+            keys.append((token, reader.i))
+            try reader.skipValue(depth: 2)
         } while reader.take(JSONBytes.comma)
         try reader.expect(JSONBytes.closeBrace)
     }
 
-    private func at(_ key: String) -> JSONBytes? {
-        guard let start = fields.first(where: { $0.key == key })?.start else { return nil }
-        var r = reader
-        r.i = start
-        return r
+    /// The value of the first key equal to `name` (duplicates after it are ignored).
+    private func at(_ name: StaticString) -> JSONBytes? {
+        for key in keys {
+            let matches =
+                key.token.escaped ? reader.text(key.token) == name.description : reader.equals(key.token.range, name)
+            if matches {
+                var r = reader
+                r.i = key.start
+                return r
+            }
+        }
+        return nil
     }
 
     /// `.some(nil)` when absent or null and not required; nil when it does not decode.
-    func string(_ key: String, required: Bool) -> String?? {
+    func string(_ key: StaticString, required: Bool) -> String?? {
         guard var r = at(key), !r.takeNull() else { return required ? nil : .some(nil) }
         guard let token = try? r.string(), let text = r.text(token) else { return nil }
         return .some(text)
     }
 
-    func bool(_ key: String) -> Bool?? {
+    func bool(_ key: StaticString) -> Bool?? {
         guard var r = at(key), !r.takeNull() else { return .some(nil) }
         guard let value = try? r.bool() else { return nil }
         return .some(value)

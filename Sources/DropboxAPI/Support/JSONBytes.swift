@@ -74,27 +74,33 @@ struct JSONBytes {
         throw SyntaxError()
     }
 
+    /// Nesting deeper than this is refused (as JSONDecoder does), so a hostile reply of a million
+    /// `[` cannot exhaust the stack.
+    static let maxDepth = 512
+
     /// Skips one value of any kind, nested values included.
-    mutating func skipValue() throws(SyntaxError) {
+    mutating func skipValue(depth: Int = 0) throws(SyntaxError) {
         skipSpace()
         guard let first = peek() else { throw SyntaxError() }
         switch first {
         case Self.quote:
             _ = try string()
         case Self.openBrace:
+            guard depth < Self.maxDepth else { throw SyntaxError() }
             i += 1
             if take(Self.closeBrace) { return }
             repeat {
                 _ = try string()
                 try expect(Self.colon)
-                try skipValue()
+                try skipValue(depth: depth + 1)
             } while take(Self.comma)
             try expect(Self.closeBrace)
         case Self.openBracket:
+            guard depth < Self.maxDepth else { throw SyntaxError() }
             i += 1
             if take(Self.closeBracket) { return }
             repeat {
-                try skipValue()
+                try skipValue(depth: depth + 1)
             } while take(Self.comma)
             try expect(Self.closeBracket)
         case UInt8(ascii: "t"): try word("true")
@@ -184,7 +190,9 @@ struct JSONBytes {
     }
 
     /// The contents of a string token as a String: nil for a bad escape, a lone surrogate, a raw
-    /// control character or invalid UTF-8 (what JSONDecoder also rejects).
+    /// control character or invalid UTF-8. JSONDecoder rejects all of these too, though for bad
+    /// escapes and control characters it fails the whole document where a caller of this drops
+    /// just the entry.
     func text(_ token: (range: Range<Int>, escaped: Bool)) -> String? {
         let raw = UnsafeBufferPointer(rebasing: bytes[token.range])
         var ascii = true

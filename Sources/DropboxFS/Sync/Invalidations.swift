@@ -7,7 +7,9 @@
 // readdir piece, a lookup's "no such name") can reach the kernel's caches after the change's
 // invalidation was processed; the kernel's own checks catch most of these (attribute versions,
 // the folder mtime check of cached listings), but not a listing cache begun by another reader in
-// between, nor a negative dentry. The repeat drops whatever such a late reply left behind.
+// between, nor a negative dentry. The repeat drops whatever such a late reply left behind. (A
+// reply that takes longer than the delay to reach the kernel, e.g. a huge folder read slowly, is
+// not covered; the next change of that folder is.)
 
 import Dispatch
 import Synchronization

@@ -217,7 +217,7 @@ def _node_json(tree, node, cache):
     """_entry_json(tree.metadata(node, cache)), with a direct rendering of the
     common case (a plain downloadable file whose hash is known)."""
     if node.children is not None or node.extra is not None or node.hash is None \
-            or type(node.size) is not int:
+            or type(node.size) is not int or tree.shared:
         return _entry_json(tree.metadata(node, cache))
     pd, pl = tree.paths(node, cache)
     t = fmt_time(tree.mtime_of(node))

@@ -16,6 +16,9 @@ HOME_PATH = "/" + HOME_NAME
 TEAM_TIME = 1700000000  # 2023-11-14, well in the past
 TEAM_FILES = (("Marketing", "Plan.txt", b"marketing plan\n"),
               ("Engineering", "Design.md", b"# design\n"))
+# The team folders are shared folders: entries in them carry sharing_info (Marketing read-only).
+TEAM_SHARING = {"Marketing": {"shared_folder_id": "84528192421", "read_only": True},
+                "Engineering": {"shared_folder_id": "84528192422", "read_only": False}}
 
 
 def build_team_space(tree):
@@ -36,9 +39,11 @@ def build_team_space(tree):
         child.parent = home
     for i, (folder_name, file_name, data) in enumerate(TEAM_FILES):
         folder = tree.add_child(root, folder_name, folder=True)
+        folder.extra = dict(TEAM_SHARING[folder_name])
         tree.add_child(folder, file_name, size=len(data), content=data,
                        mtime=TEAM_TIME + 60 * i)
     tree.home = home
+    tree.shared = True
     tree.invalidate_json()
     return home
 

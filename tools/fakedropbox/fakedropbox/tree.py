@@ -126,6 +126,7 @@ class Tree:
         # --team: the member's home folder (see team.py); it cannot be
         # deleted, moved or replaced.  None without --team.
         self.home = None
+        self.shared = False  # some folder is a shared (team) folder: entries carry sharing_info
 
     def invalidate_json(self):
         """Forget every cached entry rendering.  Call on any tree mutation."""
@@ -217,11 +218,42 @@ class Tree:
         if name is None:
             name = node.name
         if node.children is not None:
-            return {".tag": "folder", "name": name, "path_lower": pl,
-                    "path_display": pd, "id": id_str(node.num)}
-        return self.file_metadata(node.num, name, pd, pl, self.rev_of(node),
-                                  node.size, self.mtime_of(node), node.hash,
-                                  node.extra)
+            md = {".tag": "folder", "name": name, "path_lower": pl,
+                  "path_display": pd, "id": id_str(node.num)}
+        else:
+            md = self.file_metadata(node.num, name, pd, pl, self.rev_of(node),
+                                    node.size, self.mtime_of(node), node.hash,
+                                    node.extra)
+        if self.shared:
+            sharing = self.sharing_of(node)
+            if sharing is not None:
+                md["sharing_info"] = sharing
+        return md
+
+    def sharing_of(self, node):
+        """sharing_info of an entry in or of a shared folder (a folder whose extra has
+        shared_folder_id), shaped as Dropbox sends it; None elsewhere."""
+        own = node.extra.get("shared_folder_id") if node.children is not None and node.extra else None
+        outer = node.parent
+        while outer is not None and not (outer.extra and "shared_folder_id" in outer.extra):
+            outer = outer.parent
+        if node.children is not None:
+            if own is not None:
+                info = {"read_only": bool(node.extra.get("read_only")), "shared_folder_id": own,
+                        "traverse_only": False, "no_access": False}
+            elif outer is not None:
+                info = {"read_only": bool(outer.extra.get("read_only")), "traverse_only": False,
+                        "no_access": False}
+            else:
+                return None
+            if outer is not None:
+                info["parent_shared_folder_id"] = outer.extra["shared_folder_id"]
+            return info
+        if outer is None:
+            return None
+        return {"read_only": bool(outer.extra.get("read_only")),
+                "parent_shared_folder_id": outer.extra["shared_folder_id"],
+                "modified_by": "dbid:AADteammate0000000000000000000000000"}
 
     def file_metadata(self, num, name, pd, pl, revnum, size, mtime, digest,
                       extra, with_symlink=True):

@@ -101,6 +101,14 @@ def test_root_view_lists_home_and_team_folders(team_sample):
     assert by["/marketing/plan.txt"]["size"] == len(b"marketing plan\n")
     assert by["/engineering/design.md"]["path_display"] == "/Engineering/Design.md"
     assert by["/engineering/design.md"]["size"] == len(b"# design\n")
+    # Team folders are shared folders: they and their entries carry sharing_info, as on Dropbox;
+    # entries of the member's folder carry none.
+    assert by["/marketing"]["sharing_info"] == {
+        "read_only": True, "shared_folder_id": "84528192421", "traverse_only": False, "no_access": False}
+    assert by["/marketing/plan.txt"]["sharing_info"]["read_only"] is True
+    assert by["/marketing/plan.txt"]["sharing_info"]["parent_shared_folder_id"] == "84528192421"
+    assert by["/engineering/design.md"]["sharing_info"]["read_only"] is False
+    assert all("sharing_info" not in e for e in home)
     # The root view holds the home view's entries under /Franz Ferdinand.
     assert len(everything) == len(home) + 1 + 4
     for e in home:
