@@ -206,3 +206,19 @@ def test_a_quick_remount_is_not_undone_by_the_previous_daemon(fake_factory, moun
     assert_usable(m2)
     m2.unmount()
     assert m2.process.returncode == 0
+
+
+@pytest.mark.parametrize("args, mode", [
+    ((), "the kernel opens folders itself (no opendir)"),
+    (("--no-watch",), "folders are opened through opendir"),
+])
+def test_folders_are_opened_by_the_kernel_unless_listings_expire(fake_factory, mount_factory, args, mode):
+    """The speed of warm walks rests on the kernel opening folders itself (no OPENDIR/RELEASEDIR
+    round trips); with --no-watch opendir stays as the point where expired folders are listed
+    again. The daemon logs which mode the kernel connection uses."""
+    fake = small_fake(fake_factory)
+    m = mount_factory(fake, "--debug", *args)
+    assert_usable(m)
+    assert run("ls", f"{m.path}/folder").stdout.split() == [b"inside.txt"]
+    m.unmount()
+    assert mode in m.log_text()
