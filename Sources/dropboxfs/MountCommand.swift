@@ -53,14 +53,12 @@ enum MountCommand {
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment,
             endpoints: configuration.endpoints)
-        let account = try AccountCheck.verify(
-            DropboxHTTPClient(endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport),
-            endpoints: configuration.endpoints)
+        let homeClient = DropboxHTTPClient(
+            endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport)
+        let account = try AccountCheck.verify(homeClient, endpoints: configuration.endpoints)
         // A team-space member sees the whole team space (their own folder is one folder of it).
-        let client = DropboxHTTPClient(
-            endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
-            configuration: DropboxHTTPClient.Configuration(
-                pathRoot: PathRoot.forAccount(account.rootInfo, homeOnly: configuration.homeOnly)))
+        let client = homeClient.with(
+            pathRoot: PathRoot.forAccount(account.rootInfo, homeOnly: configuration.homeOnly))
         try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
 
         if !configuration.foreground && !Daemon.isChild {

@@ -67,7 +67,7 @@ extension DropboxHTTPClient {
             headers.add("Authorization", "Bearer \(token)")
             headers.add("Dropbox-API-Arg", argHeader)
             headers.add("Content-Type", "application/octet-stream")
-            if let pathRoot = self.configuration.pathRoot.headerValue { headers.add("Dropbox-API-Path-Root", pathRoot) }
+            if let pathRoot = self.pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
             if let range { headers.add("Range", range.headerValue) }
             let request = HTTPRequest(
                 method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
@@ -112,7 +112,7 @@ extension DropboxHTTPClient {
         var headers = HTTPHeaders()
         headers.add("Authorization", "Bearer \(token)")
         headers.add("Content-Type", "application/json")
-        if let pathRoot = configuration.pathRoot.headerValue { headers.add("Dropbox-API-Path-Root", pathRoot) }
+        if let pathRoot = pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
         return HTTPRequest(
             method: .post, url: endpoints.rpc(route), headers: headers, body: body, timeouts: configuration.timeouts)
     }

@@ -26,6 +26,8 @@ public final class DropboxHTTPClient: DropboxClient {
     let transport: any HTTPTransport
     public let pacer: Pacer
     public let configuration: Configuration
+    /// `Dropbox-API-Path-Root` of every RPC and download, encoded once (nil: none is sent).
+    let pathRootHeader: String?
 
     public init(
         endpoints: DropboxEndpoints, tokens: any AccessTokenProvider, transport: any HTTPTransport = CurlTransport(),
@@ -36,6 +38,7 @@ public final class DropboxHTTPClient: DropboxClient {
         self.transport = transport
         self.pacer = pacer
         self.configuration = configuration
+        self.pathRootHeader = configuration.pathRoot.headerValue
     }
 
     public func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
