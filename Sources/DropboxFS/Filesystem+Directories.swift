@@ -11,9 +11,10 @@
 //
 // The kernel's readdir cache is made stale by remote changes. Every change of a complete folder's
 // entries bumps the folder's stamp, which its mtime carries in the nanoseconds (Attributes.swift),
-// and publishes an inode invalidation (delivered twice, see Invalidations.swift). The kernel checks a folder's mtime each time a listing starts
-// and drops a cached listing whose mtime differs from the one it started with (fs/fuse/readdir.c,
-// with FUSE_CAP_AUTO_INVAL_DATA refreshing invalidated attributes first). That closes the race in
+// and publishes an inode invalidation (delivered twice, see Invalidations.swift). The kernel checks
+// a folder's mtime each time a listing starts and drops a cached listing whose mtime differs from
+// the one it started with (fs/fuse/readdir.c, with FUSE_CAP_AUTO_INVAL_DATA refreshing
+// invalidated attributes first). That closes the race in
 // which a piece built before a change reaches the cache after the change's invalidation.
 
 import DropboxAPI

@@ -10,8 +10,6 @@
 enum Daemon {
     static let readyVariable = "DROPBOXFS_READY_FD"
     static let readyFD: Int32 = 3
-    /// glibc's POSIX_SPAWN_SETSID (hidden behind _GNU_SOURCE from Swift).
-    static let posixSpawnSetsid: Int16 = 0x80
 
     /// True when this process is the background child started by `spawnAndWait`.
     static var isChild: Bool { getenv(readyVariable) != nil }
@@ -26,42 +24,25 @@ enum Daemon {
 
     /// Starts the daemon and returns once it reports the mount ready; throws its failure otherwise.
     static func spawnAndWait(arguments: [String], logFile: String) throws(CommandFailure) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
-        else {
+        guard let (readEnd, writeEnd) = SelfSpawn.pipe() else {
             throw CommandFailure(.failure, "cannot create a pipe: \(String(cString: strerror(errno)))")
         }
-        let (readEnd, writeEnd) = (fds[0], fds[1])
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, readyFD)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, posixSpawnSetsid)
-
-        let argv = (["dropboxfs", "mount"] + arguments + ["--foreground"]).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var environment: [UnsafeMutablePointer<CChar>?] = []
-        var index = 0
-        while let entry = environ[index] {
-            environment.append(strdup(entry))
-            index += 1
+        let started = SelfSpawn.start(
+            ["dropboxfs", "mount"] + arguments + ["--foreground"],
+            environment: SelfSpawn.currentEnvironment() + ["\(readyVariable)=\(readyFD)"]
+        ) { actions in
+            posix_spawn_file_actions_adddup2(&actions, writeEnd, readyFD)
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
-        environment.append(strdup("\(readyVariable)=\(readyFD)"))
-        environment.append(nil)
-        defer { environment.forEach { free($0) } }
-
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environment)
         close(writeEnd)
         defer { close(readEnd) }
-        guard rc == 0 else {
-            throw CommandFailure(.failure, "cannot start the background daemon: \(String(cString: strerror(rc)))")
+        let pid: pid_t
+        switch started {
+        case .success(let child): pid = child
+        case .failure(let error):
+            throw CommandFailure(.failure, "cannot start the background daemon: \(error.message)")
         }
         var message: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)

@@ -22,9 +22,6 @@ import FUSEAdapter
 
 enum MountGuard {
     static let command = "__guard-mount"
-    /// glibc's POSIX_SPAWN_SETSID (hidden behind _GNU_SOURCE from Swift).
-    private static let posixSpawnSetsid: Int16 = 0x80
-
     /// The daemon's end of a running guard.
     struct Handle {
         let pid: pid_t
@@ -34,33 +31,18 @@ enum MountGuard {
     /// In the daemon, once mounted: starts the guard. A failure is logged and otherwise ignored
     /// (fusermount3's auto_unmount still covers mounts where the kernel asks opendir).
     static func start(mountpoint: String) -> Handle? {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
-        else {
+        guard let (readEnd, writeEnd) = SelfSpawn.pipe() else {
             printError("dropboxfs: cannot start the mount guard: \(String(cString: strerror(errno)))")
             return nil
         }
-        let (readEnd, writeEnd) = (fds[0], fds[1])
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, readEnd, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, posixSpawnSetsid)
-        let words: [String] = ["dropboxfs", command, mountpoint]
-        let argv = words.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
         let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin:/usr/sbin:/sbin"
-        let environment: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=\(path)"), nil]
-        defer { environment.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environment)
+        let started = SelfSpawn.start(["dropboxfs", command, mountpoint], environment: ["PATH=\(path)"]) { actions in
+            posix_spawn_file_actions_adddup2(&actions, readEnd, 0)
+        }
         close(readEnd)
-        guard rc == 0 else {
+        guard case .success(let pid) = started else {
             close(writeEnd)
-            printError("dropboxfs: cannot start the mount guard: \(String(cString: strerror(rc)))")
+            if case .failure(let error) = started { printError("dropboxfs: cannot start the mount guard: \(error.message)") }
             return nil
         }
         // writeEnd stays open (close-on-exec) for the life of the daemon: its end is the signal.
