@@ -30,50 +30,42 @@ extension ListFolderResult {
         var undecodable = 0
         var cursor: String?
         var hasMore: Bool?
+        var badCursor = false
         do {
-            try r.expect(JSONBytes.openBrace)
-            if !r.take(JSONBytes.closeBrace) {
-                repeat {
-                    let key = try r.string()
-                    guard r.isValidText(key) else { throw JSONBytes.SyntaxError() }
-                    try r.expect(JSONBytes.colon)
-                    switch Key(key, in: r) {
-                    case .entries where entries == nil:
-                        var list: [Metadata] = []
-                        try r.expect(JSONBytes.openBracket)
-                        if !r.take(JSONBytes.closeBracket) {
-                            list.reserveCapacity(min(2000, r.end / 256))  // an entry is 250+ bytes
-                            repeat {
-                                // One pass finds the entry's end and where its fields are.
-                                var entry = EntryDecoder(reader: r)
-                                try entry.locateFields()
-                                r.i = entry.reader.i
-                                if let metadata = entry.metadata() {
-                                    list.append(metadata)
-                                } else {
-                                    undecodable += 1
-                                }
-                            } while r.take(JSONBytes.comma)
-                            try r.expect(JSONBytes.closeBracket)
+            try r.members { r, key throws(JSONBytes.SyntaxError) in
+                guard r.isValidText(key) else { throw JSONBytes.SyntaxError() }
+                switch Key(key, in: r) {
+                case .entries where entries == nil:
+                    var list: [Metadata] = []
+                    list.reserveCapacity(min(2000, r.end / 256))  // an entry is 250+ bytes
+                    try r.elements { r throws(JSONBytes.SyntaxError) in
+                        // One pass finds the entry's end and where its fields are.
+                        var entry = EntryDecoder(reader: r)
+                        try entry.locateFields()
+                        r.i = entry.reader.i
+                        if let metadata = entry.metadata() {
+                            list.append(metadata)
+                        } else {
+                            undecodable += 1
                         }
-                        entries = list
-                    case .cursor where cursor == nil:
-                        guard let text = r.text(try r.string()) else { throw DecodingFailure(description: "bad value at 'cursor'") }
-                        cursor = text
-                    case .hasMore where hasMore == nil:
-                        hasMore = try r.bool()
-                    default:
-                        try r.skipValue()
                     }
-                } while r.take(JSONBytes.comma)
-                try r.expect(JSONBytes.closeBrace)
+                    entries = list
+                case .cursor where cursor == nil:
+                    guard let text = r.text(try r.string()) else {
+                        badCursor = true
+                        throw JSONBytes.SyntaxError()
+                    }
+                    cursor = text
+                case .hasMore where hasMore == nil:
+                    hasMore = try r.bool()
+                default:
+                    try r.skipValue()
+                }
             }
             r.skipSpace()
             guard r.atEnd else { throw JSONBytes.SyntaxError() }
-        } catch let failure as DecodingFailure {
-            throw failure
         } catch {
-            throw DecodingFailure(description: "not valid JSON")
+            throw DecodingFailure(description: badCursor ? "bad value at 'cursor'" : "not valid JSON")
         }
         guard let entries else { throw DecodingFailure(description: "missing entries at ''") }
         guard let cursor else { throw DecodingFailure(description: "missing cursor at ''") }
@@ -84,7 +76,7 @@ extension ListFolderResult {
     private enum Key {
         case entries, cursor, hasMore, other
 
-        init(_ token: (range: Range<Int>, escaped: Bool), in r: JSONBytes) {
+        init(_ token: JSONBytes.Token, in r: JSONBytes) {
             if token.escaped {
                 switch r.text(token) {
                 case "entries": self = .entries
@@ -129,22 +121,20 @@ private struct EntryDecoder {
             try reader.skipValue()
             return
         }
-        reader.i += 1
-        if reader.take(JSONBytes.closeBrace) { return }
-        repeat {
-            let key = try reader.string()
-            if !reader.isValidText(key) { unusable = true }
-            try reader.expect(JSONBytes.colon)
-            reader.skipSpace()
-            if let field = Self.field(key, in: reader), starts[field.rawValue] < 0 {
-                starts[field.rawValue] = Int32(truncatingIfNeeded: reader.i)
+        var starts = self.starts
+        var unusable = false
+        try reader.members { r, key throws(JSONBytes.SyntaxError) in
+            if !r.isValidText(key) { unusable = true }
+            if let field = Self.field(key, in: r), starts[field.rawValue] < 0 {
+                starts[field.rawValue] = Int32(truncatingIfNeeded: r.i)
             }
-            try reader.skipValue()
-        } while reader.take(JSONBytes.comma)
-        try reader.expect(JSONBytes.closeBrace)
+            try r.skipValue()
+        }
+        self.starts = starts
+        self.unusable = unusable
     }
 
-    private static func field(_ key: (range: Range<Int>, escaped: Bool), in r: JSONBytes) -> Field? {
+    private static func field(_ key: JSONBytes.Token, in r: JSONBytes) -> Field? {
         if key.escaped {
             guard let text = r.text(key) else { return nil }
             return names.first { $0.0 == text }?.1
@@ -307,20 +297,16 @@ private struct NestedObject {
     }
 
     var reader: JSONBytes
-    var keys: [(token: (range: Range<Int>, escaped: Bool), start: Int)] = []
+    var keys: [(token: JSONBytes.Token, start: Int)] = []
 
     mutating func locate() throws(JSONBytes.SyntaxError) {
-        try reader.expect(JSONBytes.openBrace)
-        if reader.take(JSONBytes.closeBrace) { return }
-        repeat {
-            let token = try reader.string()
-            guard reader.isValidText(token) else { throw JSONBytes.SyntaxError() }
-            try reader.expect(JSONBytes.colon)
-            reader.skipSpace()
-            keys.append((token, reader.i))
-            try reader.skipValue(depth: 2)
-        } while reader.take(JSONBytes.comma)
-        try reader.expect(JSONBytes.closeBrace)
+        var keys = self.keys
+        try reader.members { r, token throws(JSONBytes.SyntaxError) in
+            guard r.isValidText(token) else { throw JSONBytes.SyntaxError() }
+            keys.append((token, r.i))
+            try r.skipValue(depth: 2)
+        }
+        self.keys = keys
     }
 
     /// The value of the first key equal to `name` (duplicates after it are ignored).

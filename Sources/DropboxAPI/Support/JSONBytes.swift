@@ -50,7 +50,7 @@ struct JSONBytes {
     }
 
     /// A string token: the range between its quotes, and whether it holds escapes.
-    mutating func string() throws(SyntaxError) -> (range: Range<Int>, escaped: Bool) {
+    mutating func string() throws(SyntaxError) -> Token {
         skipSpace()
         guard i < end, bytes[i] == Self.quote else { throw SyntaxError() }
         let start = i + 1
@@ -78,6 +78,34 @@ struct JSONBytes {
     /// `[` cannot exhaust the stack.
     static let maxDepth = 512
 
+    /// A string token: where its contents lie, and whether they hold escapes.
+    typealias Token = (range: Range<Int>, escaped: Bool)
+
+    /// Reads one object member by member: `member` gets each key with the reader just before its
+    /// value, and must consume that value.
+    mutating func members(_ member: (inout JSONBytes, Token) throws(SyntaxError) -> Void) throws(SyntaxError) {
+        try expect(Self.openBrace)
+        if take(Self.closeBrace) { return }
+        repeat {
+            let key = try string()
+            try expect(Self.colon)
+            skipSpace()
+            try member(&self, key)
+        } while take(Self.comma)
+        try expect(Self.closeBrace)
+    }
+
+    /// Reads one array element by element: `element` must consume each one.
+    mutating func elements(_ element: (inout JSONBytes) throws(SyntaxError) -> Void) throws(SyntaxError) {
+        try expect(Self.openBracket)
+        if take(Self.closeBracket) { return }
+        repeat {
+            skipSpace()
+            try element(&self)
+        } while take(Self.comma)
+        try expect(Self.closeBracket)
+    }
+
     /// Skips one value of any kind, nested values included.
     mutating func skipValue(depth: Int = 0) throws(SyntaxError) {
         skipSpace()
@@ -87,22 +115,10 @@ struct JSONBytes {
             _ = try string()
         case Self.openBrace:
             guard depth < Self.maxDepth else { throw SyntaxError() }
-            i += 1
-            if take(Self.closeBrace) { return }
-            repeat {
-                _ = try string()
-                try expect(Self.colon)
-                try skipValue(depth: depth + 1)
-            } while take(Self.comma)
-            try expect(Self.closeBrace)
+            try members { r, _ throws(SyntaxError) in try r.skipValue(depth: depth + 1) }
         case Self.openBracket:
             guard depth < Self.maxDepth else { throw SyntaxError() }
-            i += 1
-            if take(Self.closeBracket) { return }
-            repeat {
-                try skipValue(depth: depth + 1)
-            } while take(Self.comma)
-            try expect(Self.closeBracket)
+            try elements { r throws(SyntaxError) in try r.skipValue(depth: depth + 1) }
         case UInt8(ascii: "t"): try word("true")
         case UInt8(ascii: "f"): try word("false")
         case UInt8(ascii: "n"): try word("null")
@@ -193,7 +209,7 @@ struct JSONBytes {
     /// control character or invalid UTF-8. JSONDecoder rejects all of these too, though for bad
     /// escapes and control characters it fails the whole document where a caller of this drops
     /// just the entry.
-    func text(_ token: (range: Range<Int>, escaped: Bool)) -> String? {
+    func text(_ token: Token) -> String? {
         let raw = UnsafeBufferPointer(rebasing: bytes[token.range])
         var ascii = true
         for byte in raw {
@@ -208,7 +224,7 @@ struct JSONBytes {
     }
 
     /// Whether `text(token)` would give a String, without making one for plain ASCII.
-    func isValidText(_ token: (range: Range<Int>, escaped: Bool)) -> Bool {
+    func isValidText(_ token: Token) -> Bool {
         if !token.escaped {
             var ascii = true
             for index in token.range {

@@ -23,24 +23,17 @@ enum ListFolderHead {
             var cursor: String?
             var hasMore: Bool?
             do {
-                try r.expect(JSONBytes.openBrace)
-                if !r.take(JSONBytes.closeBrace) {
-                    repeat {
-                        let key = try r.string()
-                        try r.expect(JSONBytes.colon)
-                        if !key.escaped && r.equals(key.range, "cursor") {
-                            guard cursor == nil else { return nil }
-                            let value = try r.string()
-                            guard !value.escaped, let text = r.text(value) else { return nil }
-                            cursor = text
-                        } else if !key.escaped && r.equals(key.range, "has_more") {
-                            guard hasMore == nil else { return nil }
-                            hasMore = try r.bool()
-                        } else {
-                            try r.skipValue()
-                        }
-                    } while r.take(JSONBytes.comma)
-                    try r.expect(JSONBytes.closeBrace)
+                try r.members { r, key throws(JSONBytes.SyntaxError) in
+                    if !key.escaped && r.equals(key.range, "cursor") {
+                        let value = try r.string()
+                        guard cursor == nil, !value.escaped, let text = r.text(value) else { throw JSONBytes.SyntaxError() }
+                        cursor = text
+                    } else if !key.escaped && r.equals(key.range, "has_more") {
+                        guard hasMore == nil else { throw JSONBytes.SyntaxError() }
+                        hasMore = try r.bool()
+                    } else {
+                        try r.skipValue()
+                    }
                 }
                 r.skipSpace()
             } catch {
