@@ -42,10 +42,8 @@ extension Filesystem {
             guard let folder = s.tree.node(parent) else { throw .stale }
             guard folder.kind == .folder else { throw .notADirectory }
             let settled = listed || isFresh(parent, in: s)
-            switch s.tree.lookup(parent: parent, fold: fold) {
+            switch s.tree.lookup(parent: parent, name: name, fold: fold) {
             case .found(let child):
-                let node = s.tree.nodes[Int(child)]
-                guard node.name.utf8.elementsEqual(name.utf8) else { return settled ? .notFound : .needsListing }
                 s.tree.addLookup(child)
                 return .found(s.tree.attributes(of: child, ownership: options.ownership))
             case .absent, .unknown:

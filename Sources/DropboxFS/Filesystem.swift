@@ -3,8 +3,8 @@
 // of FUSE or libcurl: inodes are UInt64, errors are FilesystemError, and the client is any
 // DropboxClient, so the whole core runs in unit tests against an in-memory Dropbox.
 //
-// Locking: `state` (one Mutex) guards the tree, the in-flight listings, the sync progress and the
-// warning memory. It is never held across an `await` or a network call.
+// Locking: `state` (one Mutex) guards the tree, the in-flight listings, the sync progress, the
+// hidden-name memory and the change replay. It is never held across an `await` or a network call.
 
 import DropboxAPI
 import Synchronization
@@ -38,6 +38,9 @@ public struct FilesystemOptions: Sendable {
     public var longpollTimeout: Int
     /// Kernel invalidations are delivered again after this many seconds (Invalidations.swift).
     public var invalidationRepeat: Double?
+    /// Multiplies the pause before a failed whole-account listing is started again (1, 2, 4 ... 60
+    /// s); tests shrink it.
+    public var fillRetryScale: Double
     /// File reads: prefetch, buffer memory cap, disk cache (Reader/ReaderOptions.swift).
     public var reader: ReaderOptions
     /// Monotonic seconds; injectable for tests.
@@ -55,6 +58,7 @@ public struct FilesystemOptions: Sendable {
         subtreeListingAfter: Double = 10,
         longpollTimeout: Int = 120,
         invalidationRepeat: Double? = 1,
+        fillRetryScale: Double = 1,
         reader: ReaderOptions = ReaderOptions(),
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
@@ -69,6 +73,7 @@ public struct FilesystemOptions: Sendable {
         self.subtreeListingAfter = subtreeListingAfter
         self.longpollTimeout = longpollTimeout
         self.invalidationRepeat = invalidationRepeat
+        self.fillRetryScale = fillRetryScale
         self.reader = reader
         self.monotonicNow = monotonicNow
     }
@@ -81,8 +86,11 @@ public final class Filesystem: Sendable {
         var tree: MetadataTree
         /// Folder index -> the listing filling it; concurrent callers share it.
         var listings: [UInt32: Task<Void, any Error>] = [:]
-        /// Names already warned about, so each hidden name is logged once.
-        var warnedNames: Set<String> = []
+        /// The `path_lower` of every entry hidden for its name, so each is logged once and nothing
+        /// is made inside one (TreeUpdates.swift).
+        var hiddenPaths: Set<String> = []
+        /// Change batches to apply again after listings in flight (ChangeReplay.swift).
+        var changeReplay = ChangeReplay()
         var spaceUsage: (value: SpaceUsage, at: Double)?
         /// Running recursive listings by the folder they list.
         var recursiveListings: [UInt32: RecursiveListing] = [:]

@@ -2,7 +2,8 @@
 // account's cursor, applies every change batch from list_folder/continue in order, and keeps the
 // newest cursor. A `reset` cursor is recovered without unmounting: with prefetch a new full listing
 // replaces the tree (entries it no longer sees are removed); without, every folder is listed again
-// when next needed.
+// when next needed. A whole-account listing that fails is started again after a pause (1, 2, 4 ...
+// 60 s), so the mount never stays half-filled; meanwhile folders are listed one by one when needed.
 
 import DropboxAPI
 
@@ -61,9 +62,20 @@ extension Filesystem {
     /// The cursor to follow: from a whole-account listing (prefetch) or the latest one (lazy).
     private func establishCursor() async -> String? {
         if options.prefetch {
-            let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
-            if let listing { _ = await listing.done.wait(seconds: .infinity) }
-            if let cursor = state.withLock({ $0.cursor }) { return cursor }
+            var failures = 0
+            while !Task.isCancelled {
+                let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
+                if let listing { _ = await listing.done.wait(seconds: .infinity) }
+                if let cursor = state.withLock({ $0.cursor }) { return cursor }
+                if Task.isCancelled { break }
+                failures += 1
+                let delay = Self.retryDelay(failures: failures) * options.fillRetryScale
+                Log.warning(
+                    "the listing of the whole account failed (\(failures) in a row); starting it again in "
+                        + "\(delay) s, folders are listed one by one meanwhile")
+                await pause(seconds: delay)
+            }
+            return nil
         }
         guard options.watchChanges else { return nil }
         do {
@@ -85,7 +97,10 @@ extension Filesystem {
             applyPage(page.entries, as: .changes)
             cursor = page.cursor
             state.withLock { $0.cursor = page.cursor }
-            if !page.hasMore { return cursor }
+            if !page.hasMore {
+                state.withLock { reportUnconfirmedFolders(madeBy: 0, in: &$0) }
+                return cursor
+            }
         }
     }
 

@@ -1,7 +1,9 @@
 // Lazy listing: a folder is listed (list_folder plus every continue page) the first time it is
 // needed, or again once its listing is older than the TTL. Concurrent callers for one folder share a
 // single listing, and a folder is only marked complete once every page has been applied, so a
-// missing name can then be answered with no request.
+// missing name can then be answered with no request. The pages may come in any order and repeat
+// entries (the later occurrence wins); change batches applied while the listing was in flight are
+// applied again after it (ChangeReplay.swift).
 
 import DropboxAPI
 
@@ -23,8 +25,9 @@ extension Filesystem {
             guard node.attached else { return nil }  // a deleted folder lists as empty
             if isFresh(folder, in: s) { return nil }
             if let running = s.listings[folder] { return running }
-            let arg = node.id.isEmpty ? "" : node.id
-            let task = Task { try await self.listAndApply(folder, path: arg) }
+            let path = s.tree.listingPath(of: folder)
+            let ticket = s.changeReplay.begin()
+            let task = Task { try await self.listAndApply(folder, path: path, ticket: ticket) }
             s.listings[folder] = task
             return task
         }
@@ -38,8 +41,13 @@ extension Filesystem {
         }
     }
 
-    private func listAndApply(_ folder: UInt32, path: String) async throws(FilesystemError) {
-        defer { state.withLock { _ = $0.listings.removeValue(forKey: folder) } }
+    private func listAndApply(_ folder: UInt32, path: String, ticket: UInt64) async throws(FilesystemError) {
+        defer {
+            state.withLock { s in
+                s.listings.removeValue(forKey: folder)
+                s.changeReplay.end(ticket)
+            }
+        }
         var entries: [Metadata] = []
         do {
             var undecodable = 0
@@ -56,7 +64,7 @@ extension Filesystem {
             var invalidated: [Invalidation] = []
             state.withLock { s in
                 guard let node = s.tree.node(folder), node.attached, folder != MetadataTree.rootIndex else { return }
-                s.tree.remove(parent: node.parent, fold: FoldKey(node.name), invalidations: &invalidated)
+                s.tree.remove(folder, invalidations: &invalidated)
             }
             invalidations.publish(invalidated)
             throw .notFound
@@ -69,19 +77,49 @@ extension Filesystem {
         defer { invalidations.publish(invalidated) }
         state.withLock { s in
             guard s.tree.node(folder)?.attached == true else { return }
-            var seen = Set<UInt32>()
-            seen.reserveCapacity(entries.count)
-            for entry in entries {
+            // The later occurrence of a key wins; a `deleted` entry takes its key out.
+            var latest: [FoldKey: Int] = [:]
+            latest.reserveCapacity(entries.count)
+            var names: [Int: NodeName] = [:]
+            names.reserveCapacity(entries.count)
+            for (position, entry) in entries.enumerated() {
+                if case .deleted = entry {
+                    if let key = Self.childKey(of: entry) { latest[key] = nil }
+                    continue
+                }
+                // The name first: one the kernel cannot carry is hidden (and warned about) whatever
+                // its path looks like.
                 guard let name = validName(entry, in: &s) else { continue }
+                let key = Self.childKey(of: entry) ?? FoldKey(name.string)
+                latest[key] = position
+                names[position] = name
+            }
+            var seen = Set<UInt32>()
+            seen.reserveCapacity(latest.count)
+            for (key, position) in latest.sorted(by: { $0.value < $1.value }) {
+                guard let name = names[position] else { continue }
+                let entry = entries[position]
                 if let index = s.tree.upsert(
-                    parent: folder, name: name, metadata: entry, invalidations: &invalidated)
+                    parent: folder, key: key, name: name, metadata: entry, invalidations: &invalidated)
                 {
                     seen.insert(index)
                 }
             }
             s.tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidated)
             s.tree.setComplete(folder, true, at: now)
+            for batch in s.changeReplay.batches(since: ticket) {
+                apply(batch, as: .changes, in: &s, invalidations: &invalidated)
+            }
         }
+    }
+
+    /// The key a folder listing files an entry under: the last component of its `path_lower`
+    /// (Dropbox's own folding), or our folding of its name when Dropbox sent no path.
+    static func childKey(of entry: Metadata) -> FoldKey? {
+        guard let pathLower = entry.pathLower else { return FoldKey(entry.name) }
+        guard let slash = pathLower.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
+        let last = Substring(pathLower)[pathLower.utf8.index(after: slash)...]
+        return last.isEmpty ? nil : FoldKey(alreadyFolded: last)
     }
 
     /// Parses an entry's name, logging each name the kernel cannot carry once.
@@ -91,7 +129,7 @@ extension Filesystem {
             return name
         case .failure(let why):
             let key = entry.pathLower ?? entry.name
-            if s.warnedNames.insert(key).inserted {
+            if s.hiddenPaths.insert(key).inserted {
                 Log.warning("hiding \(Log.quoted(entry.pathDisplay ?? entry.name)): \(why)")
             }
             return nil

@@ -2,8 +2,10 @@
 // of up to 2000 entries, so a cold `find` over 10,000 folders costs tens of requests instead of
 // 10,000. The whole-account listing starts at mount; in a big account (the listing still runs
 // after subtreeListingAfter) a walk gets its top-level branch listed first. Folders become complete only
-// when their listing ends (Dropbox does not promise any order beyond parents first); a request for
-// a folder a listing will fill waits a little for it, then lists the folder by itself.
+// when their listing ends (Dropbox promises no order: a child may come before its folder, which is
+// then made from the child's path until its own entry arrives, see TreeUpdates.swift); a request for
+// a folder a listing will fill waits a little for it, then lists the folder by itself. A failed
+// whole-account listing is started again with backoff (ChangeWatcher.establishCursor).
 
 import DropboxAPI
 
@@ -12,12 +14,15 @@ final class RecursiveListing: Sendable {
     let top: UInt32
     let epoch: UInt32
     let startedAt: Double
+    /// The change sequence at the start (ChangeReplay).
+    let ticket: UInt64
     let done = CompletionSignal()
 
-    init(top: UInt32, epoch: UInt32, startedAt: Double) {
+    init(top: UInt32, epoch: UInt32, startedAt: Double, ticket: UInt64) {
         self.top = top
         self.epoch = epoch
         self.startedAt = startedAt
+        self.ticket = ticket
     }
 }
 
@@ -26,10 +31,11 @@ extension Filesystem {
     func startRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
         if let running = s.recursiveListings[folder] { return running }
         guard let node = s.tree.node(folder), node.attached, node.kind == .folder else { return nil }
-        let listing = RecursiveListing(top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow())
+        let listing = RecursiveListing(
+            top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow(), ticket: s.changeReplay.begin())
         s.nextEpoch += 1
         s.recursiveListings[folder] = listing
-        let path = folder == MetadataTree.rootIndex ? "" : node.id
+        let path = s.tree.listingPath(of: folder)
         s.listingTasks[folder] = Task { await self.runRecursiveListing(listing, path: path) }
         return listing
     }
@@ -76,10 +82,11 @@ extension Filesystem {
                     s.recursiveListings[listing.top] = nil
                     s.listingTasks[listing.top] = nil
                 }
+                s.changeReplay.end(listing.ticket)
             }
             listing.done.fire()
         }
-        let label = path.isEmpty ? "/" : path
+        let label = Log.quoted(path.isEmpty ? "/" : path)
         let isWholeAccount = listing.top == MetadataTree.rootIndex
         if isWholeAccount {
             state.withLock { s in
@@ -109,6 +116,10 @@ extension Filesystem {
             state.withLock { s in
                 guard s.tree.node(listing.top)?.attached == true else { return }
                 s.tree.completeSubtree(listing.top, epoch: listing.epoch, at: now, invalidations: &invalidated)
+                reportUnconfirmedFolders(madeBy: listing.epoch, in: &s)
+                for batch in s.changeReplay.batches(since: listing.ticket) {
+                    apply(batch, as: .changes, in: &s, invalidations: &invalidated)
+                }
                 if isWholeAccount {
                     s.cursor = finalCursor
                     s.progress.fillSeconds = now - listing.startedAt
@@ -119,6 +130,12 @@ extension Filesystem {
             if isWholeAccount { Log.info("background listing done: \(syncStatus())") }
         } catch {
             Log.warning("recursive listing of \(label) failed: \(error)")
+            if isWholeAccount {
+                state.withLock { s in
+                    s.progress.fillFailures += 1
+                    s.progress.lastFailure = String(describing: error)
+                }
+            }
         }
     }
 }

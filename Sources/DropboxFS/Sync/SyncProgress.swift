@@ -1,6 +1,8 @@
 // What the sync engine has done so far, for the log and for `dropboxfs status` (which reads it
 // through the root folder's `user.dropboxfs.status` extended attribute).
 
+import DropboxAPI
+
 public struct SyncProgress: Sendable, Equatable {
     public enum Phase: String, Sendable {
         /// Folders are listed when first needed.
@@ -23,6 +25,11 @@ public struct SyncProgress: Sendable, Equatable {
     /// Change batches applied from the cursor, and cursor resets survived.
     public var deltaBatches: Int = 0
     public var resets: Int = 0
+    /// Whole-account listings that failed (each is started again after a pause), and the last error.
+    public var fillFailures: Int = 0
+    public var lastFailure: String?
+    /// Folders made from their entries' paths whose own entry never came (TreeUpdates.swift).
+    public var madeFolders: Int = 0
 
     /// One line for the log and the status attribute.
     public func summary(entriesInTree: Int, now: Double) -> String {
@@ -34,6 +41,11 @@ public struct SyncProgress: Sendable, Equatable {
         }
         parts.append("delta_batches=\(deltaBatches)")
         parts.append("resets=\(resets)")
+        if fillFailures > 0 {
+            parts.append("fill_failures=\(fillFailures)")
+            if let lastFailure { parts.append("last_failure=\(Log.quoted(lastFailure))") }
+        }
+        if madeFolders > 0 { parts.append("made_folders=\(madeFolders)") }
         return parts.joined(separator: " ")
     }
 }

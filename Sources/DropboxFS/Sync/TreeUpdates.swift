@@ -1,7 +1,14 @@
 // Applies pages of Dropbox entries to the tree by `path_lower`, in the order given, with Dropbox's
-// delta rules (dropbox-api.md §3): file -> create or replace; folder -> create or keep its
-// children; deleted -> remove with its subtree, or ignore when absent. Used for recursive listings
-// (whole tree or a subtree) and for change batches from the cursor.
+// rules for applying list_folder results (docs/SEMANTICS.md, "Listing order"), whatever order,
+// page size, repetition or folding the server uses:
+// - a file: stored at its path; missing parent folders are made from the path (provisional until
+//   their own entry arrives); whatever else is at the path is replaced, with its subtree;
+// - a folder: stored (a provisional one is confirmed), its children kept; a file there is replaced;
+// - deleted: whatever is at the path is removed with its subtree; an unknown path is ignored;
+// - an entry whose name the kernel cannot carry is hidden with everything below it.
+// Entries are keyed by the components of their `path_lower` exactly as Dropbox sent them, never by a
+// folding of ours. Used for recursive listings (whole tree or a subtree) and for change batches
+// from the cursor.
 
 import DropboxAPI
 
@@ -17,46 +24,193 @@ extension Filesystem {
     @discardableResult
     func applyPage(_ entries: [Metadata], as kind: PageKind) -> Int {
         var invalidated: [Invalidation] = []
-        var memo: ParentMemo?
         state.withLock { s in
-            let epoch: UInt32
+            apply(entries, as: kind, in: &s, invalidations: &invalidated)
             switch kind {
-            case .listing(let listingEpoch): epoch = listingEpoch
-            case .changes: epoch = s.nextEpoch &- 1
-            }
-            for entry in entries {
-                // Check the name first: a name with '/' would otherwise look like a deeper path.
-                var name: NodeName?
-                if case .deleted = entry {} else {
-                    guard let valid = validName(entry, in: &s) else { continue }
-                    name = valid
-                }
-                guard let pathLower = entry.pathLower ?? entry.pathDisplay,
-                    let (parent, last) = resolve(pathLower, memo: &memo, in: s.tree)
-                else {
-                    // The parent is unknown: nothing of it is cached, and a later listing covers it.
-                    continue
-                }
-                if case .deleted = entry {
-                    s.tree.remove(parent: parent, fold: FoldKey(alreadyFolded: last), invalidations: &invalidated)
-                    continue
-                }
-                guard let name else { continue }
-                let newFoldersComplete: Bool
-                if case .changes = kind { newFoldersComplete = s.tree.isComplete(parent) } else { newFoldersComplete = false }
-                s.tree.upsert(
-                    parent: parent, name: name, metadata: entry, epoch: epoch,
-                    newFoldersComplete: newFoldersComplete, invalidations: &invalidated)
-            }
-            if case .listing = kind {
+            case .listing:
                 s.progress.entriesListed += entries.count
                 s.progress.pages += 1
-            } else {
+            case .changes:
                 s.progress.deltaBatches += 1
+                s.changeReplay.record(entries)
             }
         }
         invalidations.publish(invalidated)
         return entries.count
+    }
+
+    /// Applies entries in order; call with the state lock held.
+    func apply(_ entries: [Metadata], as kind: PageKind, in s: inout State, invalidations: inout [Invalidation]) {
+        var memo: ParentMemo?
+        for entry in entries {
+            apply(entry, as: kind, in: &s, memo: &memo, invalidations: &invalidations)
+        }
+    }
+
+    private func apply(
+        _ entry: Metadata, as kind: PageKind, in s: inout State, memo: inout ParentMemo?,
+        invalidations: inout [Invalidation]
+    ) {
+        if case .deleted = entry {
+            // Only what exists can be removed: never make folders for a deletion.
+            guard let path = EntryPath(entry), let parent = existingFolder(path.parent, in: s.tree) else { return }
+            s.tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
+            return
+        }
+        // Check the name first: a name with '/' would otherwise look like a deeper path.
+        guard let name = validName(entry, in: &s) else {
+            if let path = EntryPath(entry) { hide(path, in: &s, invalidations: &invalidations) }
+            return
+        }
+        guard let path = EntryPath(entry) else { return }
+        let epoch: UInt32
+        switch kind {
+        case .listing(let listingEpoch): epoch = listingEpoch
+        case .changes: epoch = s.nextEpoch &- 1
+        }
+        guard let parent = parentFolder(of: path, as: kind, epoch: epoch, in: &s, memo: &memo, invalidations: &invalidations)
+        else { return }
+        let newFoldersComplete: Bool
+        if case .changes = kind { newFoldersComplete = s.tree.isComplete(parent) } else { newFoldersComplete = false }
+        s.tree.upsert(
+            parent: parent, key: path.key, name: name, metadata: entry, epoch: epoch,
+            newFoldersComplete: newFoldersComplete, invalidations: &invalidations)
+    }
+
+    /// The folder that holds `path`'s last component, made (provisional) where missing or where a
+    /// file stands in the way, as Dropbox's rules say. A change whose nearest known folder is not
+    /// completely listed is skipped instead: nothing of it is cached, and the listing of that folder
+    /// will bring it. Nothing is made inside a hidden entry.
+    private func parentFolder(
+        of path: EntryPath, as kind: PageKind, epoch: UInt32, in s: inout State, memo: inout ParentMemo?,
+        invalidations: inout [Invalidation]
+    ) -> UInt32? {
+        if let memo, memo.path.elementsEqual(path.parent.utf8), let node = s.tree.node(memo.folder), node.attached,
+            node.generation == memo.generation, node.kind == .folder
+        {
+            return memo.folder
+        }
+        var current = MetadataTree.rootIndex
+        let components = path.parentComponents
+        for (position, component) in components.enumerated() {
+            let key = FoldKey(alreadyFolded: component)
+            if case .found(let next) = s.tree.lookup(parent: current, key: key), s.tree.nodes[Int(next)].kind == .folder {
+                current = next
+                continue
+            }
+            let madeBy: UInt32
+            switch kind {
+            case .listing(let listingEpoch): madeBy = listingEpoch
+            case .changes:
+                guard s.tree.isComplete(current) else { return nil }
+                madeBy = 0
+            }
+            if !s.hiddenPaths.isEmpty {
+                for end in position..<components.count where s.hiddenPaths.contains(path.prefix(components: end + 1)) {
+                    return nil
+                }
+            }
+            guard let name = path.displayName(ofParentComponent: position) else { return nil }
+            let complete: Bool
+            if case .changes = kind { complete = true } else { complete = false }
+            guard
+                let made = s.tree.provisionalFolder(
+                    parent: current, key: key, name: name, epoch: epoch, madeBy: madeBy, complete: complete,
+                    invalidations: &invalidations)
+            else { return nil }
+            current = made
+        }
+        memo = ParentMemo(path: Substring(path.parent).utf8, folder: current, generation: s.tree.nodes[Int(current)].generation)
+        return current
+    }
+
+    /// An entry whose name cannot be shown: whatever stands at its path (folders made from the
+    /// paths of its children, which came first) goes, with the made folders it leaves empty.
+    private func hide(_ path: EntryPath, in s: inout State, invalidations: inout [Invalidation]) {
+        guard let parent = existingFolder(path.parent, in: s.tree) else { return }
+        s.tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
+        var current = parent
+        while current != MetadataTree.rootIndex, let node = s.tree.node(current), node.attached, node.provisional,
+            !s.tree.hasChildren(current)
+        {
+            let up = node.parent
+            s.tree.remove(current, invalidations: &invalidations)
+            current = up
+        }
+    }
+
+    /// The attached folder at a `path_lower`-style path, without making anything.
+    private func existingFolder(_ path: String, in tree: MetadataTree) -> UInt32? {
+        var current = MetadataTree.rootIndex
+        for component in path.utf8.split(separator: UInt8(ascii: "/")) {
+            guard case .found(let next) = tree.lookup(parent: current, key: FoldKey(alreadyFolded: Substring(component))),
+                tree.nodes[Int(next)].kind == .folder
+            else { return nil }
+            current = next
+        }
+        return current
+    }
+
+    /// Logs, once each, the folders made from paths that the listing of `epoch` (0: change batches)
+    /// never confirmed with an entry of their own; returns how many. Call with the lock held.
+    func reportUnconfirmedFolders(madeBy epoch: UInt32, in s: inout State) {
+        for folder in s.tree.takeUnconfirmedFolders(madeBy: epoch) {
+            s.progress.madeFolders += 1
+            Log.warning(
+                "Dropbox listed entries inside \(Log.quoted(s.tree.path(of: folder))) but not the folder itself; "
+                    + "showing them in a folder made from their paths")
+        }
+    }
+}
+
+/// Where an entry goes: its `path_lower` (or, when Dropbox sends none, its `path_display` folded
+/// our way), split into the parent's path and the last component, Dropbox's key for the entry.
+struct EntryPath {
+    /// "/a/b" for "/a/b/c"; "" for a top-level entry.
+    let parent: String
+    let key: FoldKey
+    /// The `path_display`, whose components name folders made from the path (Dropbox promises the
+    /// right case only for the last component, so such a name is provisional).
+    private let display: String?
+
+    init?(_ entry: Metadata) {
+        let lower: String
+        if let pathLower = entry.pathLower {
+            lower = pathLower
+        } else if let pathDisplay = entry.pathDisplay {
+            lower = pathDisplay.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+                .map { FoldKey(String(Substring($0))).folded }.joined(separator: "/")
+        } else {
+            return nil
+        }
+        // Split on the '/' byte: splitting the String would glue a component that starts with a
+        // combining mark or joiner onto the '/' before it (one grapheme cluster).
+        guard lower.utf8.first == UInt8(ascii: "/"), let slash = lower.utf8.lastIndex(of: UInt8(ascii: "/")) else {
+            return nil
+        }
+        let last = Substring(lower)[lower.utf8.index(after: slash)...]
+        guard !last.isEmpty else { return nil }
+        parent = String(Substring(lower)[..<slash])
+        key = FoldKey(alreadyFolded: last)
+        display = entry.pathDisplay
+    }
+
+    var parentComponents: [Substring] {
+        parent.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
+    }
+
+    /// The parent path's first `count` components, as a `path_lower` ("/a/b").
+    func prefix(components count: Int) -> String {
+        "/" + parentComponents.prefix(count).joined(separator: "/")
+    }
+
+    /// The name for a folder made from parent component `position`: the `path_display` component
+    /// when the display path has as many components as the key path, else the key component.
+    func displayName(ofParentComponent position: Int) -> NodeName? {
+        let components = parentComponents
+        let display = (self.display ?? "").utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
+        if display.count == components.count + 1, let name = NodeName(String(display[position])) { return name }
+        return NodeName(String(components[position]))
     }
 }
 
@@ -67,20 +221,4 @@ struct ParentMemo {
     var folder: UInt32
     /// The folder's generation: a page may detach it and reuse its index for another entry.
     var generation: UInt64
-}
-
-/// The folder holding the last component of `path` ("/a/b/c" -> the node of "/a/b", "c").
-func resolve(_ path: String, memo: inout ParentMemo?, in tree: MetadataTree) -> (UInt32, Substring)? {
-    let slash = UInt8(ascii: "/")
-    guard let lastSlash = path.utf8.lastIndex(of: slash) else { return nil }
-    let parentPath = Substring(path)[..<lastSlash].utf8
-    let last = Substring(path)[path.utf8.index(after: lastSlash)...]
-    if let memo, memo.path.elementsEqual(parentPath), let node = tree.node(memo.folder), node.attached,
-        node.generation == memo.generation, node.kind == .folder, !last.isEmpty
-    {
-        return (memo.folder, last)
-    }
-    guard let (parent, resolvedLast) = tree.resolveParent(ofPath: path) else { return nil }
-    memo = ParentMemo(path: parentPath, folder: parent, generation: tree.nodes[Int(parent)].generation)
-    return (parent, resolvedLast)
 }

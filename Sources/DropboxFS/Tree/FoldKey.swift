@@ -1,7 +1,11 @@
 // Dropbox is case-insensitive and NFC-normalising: "Café.txt", "café.TXT" and the NFD spelling of
 // "café.txt" are one entry, which Dropbox keys by its `path_lower`. The tree keys a folder's children
-// the same way, by a FoldKey, so deltas (which carry only paths) find the node they change. The
-// folding is NFC then lowercase; ASCII names, the common case, skip Foundation entirely.
+// by the components of that `path_lower`, taken as Dropbox sent them (`init(alreadyFolded:)`), so
+// deltas (which carry only paths) find the node they change whatever folding Dropbox applies (its
+// rules are its own: final sigma, dotted I, ß and other scripts need not match ours). The client's
+// own folding, `init(_:)` (NFC then per-scalar lowercase; ASCII names skip Foundation), is only a
+// guess of that key: the tree tries it first when looking a name up and keeps the few children whose
+// real key differs in FolderState.oddKeys (docs/SEMANTICS.md, "Names").
 
 import Foundation
 
@@ -30,9 +34,10 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The key for a component that is already Dropbox's own folding (a `path_lower` component).
+    /// The key for a component that is already Dropbox's own folding (a `path_lower` component),
+    /// kept exactly as it is.
     public init(alreadyFolded component: Substring) {
-        self.init(String(component))
+        folded = String(component)
     }
 
     private static func lowerASCII(_ b: UInt8) -> UInt8 {
@@ -56,4 +61,16 @@ func hashUTF8(_ string: String, into hasher: inout Hasher) {
         for byte in string.utf8 { hasher.combine(byte) }
     }
     hasher.combine(string.utf8.count)
+}
+
+/// A name compared and hashed by its exact UTF-8 bytes: the key of FolderState.oddKeys, which
+/// finds a child by the bytes a lookup gives.
+struct ExactName: Hashable {
+    let string: String
+
+    init(_ string: String) { self.string = string }
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.string.utf8.elementsEqual(rhs.string.utf8) }
+
+    func hash(into hasher: inout Hasher) { hashUTF8(string, into: &hasher) }
 }

@@ -1,9 +1,14 @@
 // The metadata tree: every known Dropbox entry as a Node, indexed by inode number, with each folder's
-// children keyed by FoldKey (DESIGN.md §3). Nodes live in a chunked NodeStore; folder-only state in
-// a separate FolderState table that a folder node points into (`folderSlot`). It is a plain value
-// type with no locking and no I/O: the Filesystem owns the one instance inside its mutex
-// (Filesystem.state), and every mutation reports which kernel cache entries it made stale so the
-// FUSE layer can invalidate exactly those.
+// children keyed by Dropbox's own key for them, the last component of their `path_lower` (FoldKey),
+// never by a folding of ours (DESIGN.md §3; docs/SEMANTICS.md "Names"). Nodes live in a chunked
+// NodeStore; folder-only state in a separate FolderState table that a folder node points into
+// (`folderSlot`). It is a plain value type with no locking and no I/O: the Filesystem owns the one
+// instance inside its mutex (Filesystem.state), and every mutation reports which kernel cache
+// entries it made stale so the FUSE layer can invalidate exactly those.
+//
+// Entries may arrive in any order (Dropbox promises none): a child before its parent folder gets a
+// *provisional* folder made from its path (`provisionalFolder`), which the parent's own entry later
+// confirms or replaces.
 
 import DropboxAPI
 
@@ -43,6 +48,9 @@ struct MetadataTree {
     private var nextGeneration: UInt64 = 1
     /// How many nodes are attached (for statfs and progress).
     private(set) var liveCount = 1
+    /// Attached provisional folders not yet reported, with the listing epoch that made them (0: a
+    /// change batch), so the sync engine can log each one whose own entry never came, once.
+    private(set) var unconfirmedFolders: [UInt32: UInt32] = [:]
     /// Time given to folders, which Dropbox does not date (see SEMANTICS.md).
     let folderTime: Int64
 
@@ -69,13 +77,51 @@ struct MetadataTree {
 
     func symlinkTarget(_ index: UInt32) -> String? { symlinkTargets[index] }
 
-    func lookup(parent: UInt32, fold: FoldKey) -> ChildLookup {
+    /// The child of `parent` under Dropbox's key `key` (a `path_lower` component).
+    func lookup(parent: UInt32, key: FoldKey) -> ChildLookup {
         guard let folder = folderState(parent) else { return .absent }
-        if let child = folder.children[fold] { return .found(child) }
+        if let child = folder.children[key] { return .found(child) }
         return folder.complete ? .absent : .unknown
     }
 
+    /// The child of `parent` whose name is exactly `name` (byte for byte), found through the
+    /// client's folding `fold` of the name or, for the few children Dropbox keys otherwise, oddKeys.
+    func lookup(parent: UInt32, name: String, fold: FoldKey) -> ChildLookup {
+        guard let folder = folderState(parent) else { return .absent }
+        let key = folder.oddKeys.isEmpty ? fold : folder.oddKeys[ExactName(name)] ?? fold
+        if let child = folder.children[key], nodes[Int(child)].name.utf8.elementsEqual(name.utf8) {
+            return .found(child)
+        }
+        return folder.complete ? .absent : .unknown
+    }
+
+    /// Dropbox's key of an attached child (the one its parent files it under).
+    func key(of index: UInt32) -> FoldKey? {
+        let node = nodes[Int(index)]
+        guard node.attached, index != Self.rootIndex, let folder = folderState(node.parent) else { return nil }
+        let guess = folder.oddKeys[ExactName(node.name)] ?? FoldKey(node.name)
+        if folder.children[guess] == index { return guess }
+        return folder.children.first { $0.value == index }?.key
+    }
+
+    /// The path to ask Dropbox for when listing `folder`: its `id`, or for a provisional folder
+    /// (no id yet) its path of Dropbox keys ("/a/b"); "" for the root.
+    func listingPath(of folder: UInt32) -> String {
+        if folder == Self.rootIndex { return "" }
+        let id = nodes[Int(folder)].id
+        if !id.isEmpty { return id }
+        var parts: [String] = []
+        var current = folder
+        while current != Self.rootIndex, let key = key(of: current) {
+            parts.append(key.folded)
+            current = nodes[Int(current)].parent
+        }
+        return "/" + parts.reversed().joined(separator: "/")
+    }
+
     func isComplete(_ folder: UInt32) -> Bool { folderState(folder)?.complete ?? false }
+
+    func hasChildren(_ folder: UInt32) -> Bool { !(folderState(folder)?.children.isEmpty ?? true) }
 
     func listedAt(_ folder: UInt32) -> Double { folderState(folder)?.listedAt ?? 0 }
 
@@ -126,7 +172,7 @@ struct MetadataTree {
         guard let last = components.popLast() else { return nil }
         var current = Self.rootIndex
         for component in components {
-            guard case .found(let next) = lookup(parent: current, fold: FoldKey(alreadyFolded: Substring(component))),
+            guard case .found(let next) = lookup(parent: current, key: FoldKey(alreadyFolded: Substring(component))),
                 nodes[Int(next)].kind == .folder
             else { return nil }
             current = next
@@ -152,13 +198,15 @@ struct MetadataTree {
 
     // MARK: Changing
 
-    /// Creates or updates the child `name` of `parent` from Dropbox metadata. A file replacing a
-    /// folder (or the reverse) detaches the old node, as Dropbox's delta rules say. A folder created
-    /// here starts complete only when `newFoldersComplete` (its children will all arrive as deltas).
+    /// Creates or updates the child of `parent` under Dropbox's key `key` from Dropbox metadata,
+    /// named `name`. Whatever else is at that key is replaced (a file by a folder or the reverse,
+    /// with its subtree), as Dropbox's delta rules say; a folder already there keeps its children,
+    /// and a provisional one is confirmed. A folder created here starts complete only when
+    /// `newFoldersComplete` (its children will all arrive as deltas).
     @discardableResult
     mutating func upsert(
-        parent: UInt32, name: NodeName, metadata: Metadata, epoch: UInt32? = nil, newFoldersComplete: Bool = false,
-        invalidations: inout [Invalidation]
+        parent: UInt32, key: FoldKey, name: NodeName, metadata: Metadata, epoch: UInt32? = nil,
+        newFoldersComplete: Bool = false, invalidations: inout [Invalidation]
     ) -> UInt32? {
         let kind: NodeKind
         switch metadata {
@@ -166,12 +214,8 @@ struct MetadataTree {
         case .folder: kind = .folder
         case .deleted: return nil
         }
-        let fold = FoldKey(name.string)
-        // Only a complete folder can have told the kernel "no such name" or filled its readdir
-        // cache, so only its changes need kernel invalidation.
-        let parentSlot = folderSlot(parent)
-        let parentComplete = parentSlot.map { folders[$0].complete } ?? false
-        if let parentSlot, let existing = folders[parentSlot].children[fold] {
+        guard let parentSlot = folderSlot(parent) else { return nil }
+        if let existing = folders[parentSlot].children[key] {
             // A new revision of a file gets a new inode, as a replace-by-rename would on a local
             // disk: open handles keep the old inode, whose size and cached pages stay those of
             // their revision, and the name points to the new one.
@@ -180,15 +224,12 @@ struct MetadataTree {
             if nodes[Int(existing)].kind == kind && sameRevision {
                 let before = nodes[Int(existing)]
                 fill(existing, from: metadata)
+                if before.provisional { unconfirmedFolders[existing] = nil }
                 // Listings overlap (a subtree listing runs inside the whole-account one): an entry
                 // keeps the newest snapshot that saw it.
                 if let epoch { nodes[Int(existing)].seenEpoch = max(nodes[Int(existing)].seenEpoch, epoch) }
                 if !before.name.utf8.elementsEqual(name.string.utf8) {
-                    invalidations.append(.entry(parent: UInt64(parent), name: before.name))
-                    invalidations.append(.inode(UInt64(parent)))
-                    nodes[Int(existing)].name = name.string
-                    folders[parentSlot].version &+= 1
-                    folders[parentSlot].stamp &+= 1
+                    rename(existing, in: parentSlot, key: key, to: name.string, invalidations: &invalidations)
                 }
                 let after = nodes[Int(existing)]
                 if before.size != after.size || before.mtime != after.mtime || !before.sameIDAndRev(as: after)
@@ -198,30 +239,56 @@ struct MetadataTree {
                 }
                 return existing
             }
-            detach(existing, from: parent, fold: fold, invalidations: &invalidations)
+            detach(existing, from: parent, key: key, invalidations: &invalidations)
         }
-        var node = Node(parent: parent, name: name.string, kind: kind)
-        node.seenEpoch = epoch ?? 0
-        if kind == .folder { node.folderSlot = allocateFolder(FolderState(complete: newFoldersComplete)) }
-        let index = allocate(node)
+        let index = attach(
+            Node(parent: parent, name: name.string, kind: kind), under: parent, key: key, epoch: epoch,
+            complete: newFoldersComplete, invalidations: &invalidations)
         fill(index, from: metadata)
-        if let parentSlot {
-            folders[parentSlot].children[fold] = index
-            folders[parentSlot].version &+= 1
-        }
-        liveCount += 1
-        if let parentSlot, parentComplete {
-            folders[parentSlot].stamp &+= 1
-            invalidations.append(.entry(parent: UInt64(parent), name: name.string))
-            invalidations.append(.inode(UInt64(parent)))
-        }
         return index
     }
 
-    /// Removes the child with folded name `fold` of `parent`, with its whole subtree.
-    mutating func remove(parent: UInt32, fold: FoldKey, invalidations: inout [Invalidation]) {
-        guard let child = folderState(parent)?.children[fold] else { return }
-        detach(child, from: parent, fold: fold, invalidations: &invalidations)
+    /// The folder under Dropbox's key `key` in `parent`, made provisional from an entry's path when
+    /// the entry came before its parent folder's own entry (Dropbox promises no order): a file in
+    /// the way is replaced, as the delta rules say ("create the missing parents"). It is named
+    /// `name` (from the entry's `path_display`) until its own entry confirms it.
+    /// `madeBy` is the listing epoch that needs it (0: a change batch), for takeUnconfirmedFolders.
+    mutating func provisionalFolder(
+        parent: UInt32, key: FoldKey, name: NodeName, epoch: UInt32, madeBy: UInt32, complete: Bool,
+        invalidations: inout [Invalidation]
+    ) -> UInt32? {
+        guard let parentSlot = folderSlot(parent) else { return nil }
+        if let existing = folders[parentSlot].children[key] {
+            if nodes[Int(existing)].kind == .folder { return existing }
+            detach(existing, from: parent, key: key, invalidations: &invalidations)
+        }
+        var node = Node(parent: parent, name: name.string, kind: .folder)
+        node.mtime = folderTime
+        node.ctime = folderTime
+        node.provisional = true
+        let index = attach(node, under: parent, key: key, epoch: epoch, complete: complete, invalidations: &invalidations)
+        unconfirmedFolders[index] = madeBy
+        return index
+    }
+
+    /// Takes the unconfirmed provisional folders made by the listing of `epoch` (0: by change
+    /// batches) out of the report list and returns them, so each is reported once.
+    mutating func takeUnconfirmedFolders(madeBy epoch: UInt32) -> [UInt32] {
+        let taken = unconfirmedFolders.filter { $0.value == epoch }.map(\.key)
+        for index in taken { unconfirmedFolders[index] = nil }
+        return taken.filter { nodes[Int($0)].attached && nodes[Int($0)].provisional }
+    }
+
+    /// Removes the child under Dropbox's key `key` of `parent`, with its whole subtree.
+    mutating func remove(parent: UInt32, key: FoldKey, invalidations: inout [Invalidation]) {
+        guard let child = folderState(parent)?.children[key] else { return }
+        detach(child, from: parent, key: key, invalidations: &invalidations)
+    }
+
+    /// Removes an attached node with its whole subtree.
+    mutating func remove(_ index: UInt32, invalidations: inout [Invalidation]) {
+        guard index != Self.rootIndex, let key = key(of: index) else { return }
+        detach(index, from: nodes[Int(index)].parent, key: key, invalidations: &invalidations)
     }
 
     /// Marks a folder completely listed (or not).
@@ -236,8 +303,8 @@ struct MetadataTree {
         of folder: UInt32, notIn seen: Set<UInt32>, invalidations: inout [Invalidation]
     ) {
         guard let children = folderState(folder)?.children else { return }
-        for (fold, child) in children where !seen.contains(child) {
-            detach(child, from: folder, fold: fold, invalidations: &invalidations)
+        for (key, child) in children where !seen.contains(child) {
+            detach(child, from: folder, key: key, invalidations: &invalidations)
         }
     }
 
@@ -249,8 +316,8 @@ struct MetadataTree {
         var stack = [top]
         while let current = stack.popLast() {
             guard let slot = folderSlot(current) else { continue }
-            for (fold, child) in folders[slot].children where nodes[Int(child)].seenEpoch < epoch {
-                detach(child, from: current, fold: fold, invalidations: &invalidations)
+            for (key, child) in folders[slot].children where nodes[Int(child)].seenEpoch < epoch {
+                detach(child, from: current, key: key, invalidations: &invalidations)
             }
             if !folders[slot].complete { folders[slot].complete = true }
             folders[slot].listedAt = time
@@ -304,6 +371,7 @@ struct MetadataTree {
             if let target = file.symlinkTarget { symlinkTargets[index] = target }
         case .folder(let folder):
             nodes[Int(index)].id = folder.id
+            nodes[Int(index)].provisional = false
             nodes[Int(index)].mtime = folderTime
             nodes[Int(index)].ctime = folderTime
             nodes[Int(index)].readOnly = folder.sharedReadOnly ?? false
@@ -331,11 +399,59 @@ struct MetadataTree {
         return UInt32(nodes.count - 1)
     }
 
+    /// Files a new node under `key` in `parent` and returns its index.
+    private mutating func attach(
+        _ node: Node, under parent: UInt32, key: FoldKey, epoch: UInt32?, complete: Bool,
+        invalidations: inout [Invalidation]
+    ) -> UInt32 {
+        var node = node
+        node.seenEpoch = epoch ?? 0
+        if node.kind == .folder { node.folderSlot = allocateFolder(FolderState(complete: complete)) }
+        let name = node.name
+        let index = allocate(node)
+        // Only a complete folder can have told the kernel "no such name" or filled its readdir
+        // cache, so only its changes need kernel invalidation.
+        if let parentSlot = folderSlot(parent) {
+            folders[parentSlot].children[key] = index
+            if !key.folded.utf8.elementsEqual(FoldKey(name).folded.utf8) {
+                folders[parentSlot].oddKeys[ExactName(name)] = key
+            }
+            folders[parentSlot].version &+= 1
+            if folders[parentSlot].complete {
+                folders[parentSlot].stamp &+= 1
+                invalidations.append(.entry(parent: UInt64(parent), name: name))
+                invalidations.append(.inode(UInt64(parent)))
+            }
+        }
+        liveCount += 1
+        return index
+    }
+
+    /// Gives the child `index` (filed under `key`) a new name: the same entry in another case or
+    /// normalisation, or a provisional folder's real name.
+    private mutating func rename(
+        _ index: UInt32, in parentSlot: Int, key: FoldKey, to name: String, invalidations: inout [Invalidation]
+    ) {
+        let parent = UInt64(nodes[Int(index)].parent)
+        let old = nodes[Int(index)].name
+        invalidations.append(.entry(parent: parent, name: old))
+        invalidations.append(.inode(parent))
+        if folders[parentSlot].oddKeys[ExactName(old)] == key { folders[parentSlot].oddKeys[ExactName(old)] = nil }
+        if !key.folded.utf8.elementsEqual(FoldKey(name).folded.utf8) {
+            folders[parentSlot].oddKeys[ExactName(name)] = key
+        }
+        nodes[Int(index)].name = name
+        folders[parentSlot].version &+= 1
+        folders[parentSlot].stamp &+= 1
+    }
+
     private mutating func detach(
-        _ index: UInt32, from parent: UInt32, fold: FoldKey, invalidations: inout [Invalidation]
+        _ index: UInt32, from parent: UInt32, key: FoldKey, invalidations: inout [Invalidation]
     ) {
         if let parentSlot = folderSlot(parent) {
-            folders[parentSlot].children[fold] = nil
+            folders[parentSlot].children[key] = nil
+            let name = ExactName(nodes[Int(index)].name)
+            if folders[parentSlot].oddKeys[name] == key { folders[parentSlot].oddKeys[name] = nil }
             folders[parentSlot].version &+= 1
             folders[parentSlot].stamp &+= 1
         }
@@ -348,6 +464,7 @@ struct MetadataTree {
                 // A detached folder the kernel still holds lists as empty.
                 folders[slot] = FolderState(children: [:], complete: true, listedAt: 0, stamp: folders[slot].stamp &+ 1)
             }
+            unconfirmedFolders[current] = nil
             nodes[Int(current)].attached = false
             liveCount -= 1
             invalidations.append(.inode(UInt64(current)))

@@ -13,8 +13,12 @@ public enum NodeKind: UInt8, Sendable {
 
 /// What a folder knows about its children.
 struct FolderState {
-    /// Children by folded name (Dropbox's case-insensitive, NFC key) -> node index.
+    /// Children by Dropbox's key (the last component of their `path_lower`) -> node index.
     var children: [FoldKey: UInt32] = [:]
+    /// The key of each child whose Dropbox key is not the client's folding of its name (FoldKey),
+    /// by exact name: a lookup by name tries `FoldKey(name)` first, then this. Empty for almost
+    /// every folder (Dropbox's folding agrees with ours for most names).
+    var oddKeys: [ExactName: FoldKey] = [:]
     /// True once every child is known: a missing name is then answered without a request.
     var complete = false
     /// When the folder's listing completed (monotonic seconds), for expiry without a watcher.
@@ -91,6 +95,7 @@ struct Node {
     private static let downloadableFlag: UInt8 = 2
     private static let readOnlyFlag: UInt8 = 4
     private static let hashFlag: UInt8 = 8
+    private static let provisionalFlag: UInt8 = 16
     private static let spilled: UInt8 = 0xFF
 
     private func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
@@ -108,6 +113,12 @@ struct Node {
     var readOnly: Bool {
         get { flag(Self.readOnlyFlag) }
         set { setFlag(Self.readOnlyFlag, newValue) }
+    }
+    /// A folder made from an entry's path because the entry came before its parent's own entry
+    /// (Dropbox promises no order); cleared when that entry arrives (MetadataTree.provisionalFolder).
+    var provisional: Bool {
+        get { flag(Self.provisionalFlag) }
+        set { setFlag(Self.provisionalFlag, newValue) }
     }
 
     var contentHash: ContentHash? {
