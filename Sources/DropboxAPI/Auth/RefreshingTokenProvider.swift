@@ -109,8 +109,9 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
                 switch outcome {
                 case .success(let grant):
                     s.token = grant.accessToken
-                    s.expiresAt = grant.expiresIn.map { now + .seconds($0) }
-                    s.renewBefore = Self.renewBefore(grant.expiresIn.map { .seconds($0) }, margin: margin)
+                    let lifetime = grant.expiresIn.map { Duration.seconds(ServerLimits.tokenLifetime($0)) }
+                    s.expiresAt = lifetime.map { now + $0 }
+                    s.renewBefore = Self.renewBefore(lifetime, margin: margin)
                     s.refreshCount += 1
                     return .success(grant.accessToken)
                 case .failure(let error):

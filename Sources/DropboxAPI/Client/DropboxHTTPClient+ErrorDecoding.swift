@@ -67,14 +67,14 @@ extension DropboxError {
     }
 
     /// Seconds to wait: JSON `error.retry_after` when the reply is JSON, else the `Retry-After`
-    /// header, else 1 (the spec's default).
+    /// header, else 1 (the spec's default); at most ServerLimits.maxRetryAfter.
     private static func retryAfter(headers: HTTPHeaders, body: [UInt8]) -> Double {
         let isJSON = headers["Content-Type"]?.lowercased().hasPrefix("application/json") ?? false
         if isJSON, let seconds = Self.envelope(body)?.error?["retry_after"]?.number, seconds >= 0 {
-            return seconds
+            return ServerLimits.retryAfter(seconds)
         }
         if let header = headers["Retry-After"], let seconds = Double(header.trimmingSpaces), seconds >= 0 {
-            return seconds
+            return ServerLimits.retryAfter(seconds)
         }
         return 1
     }

@@ -84,4 +84,21 @@ public struct LongpollResult: Sendable, Equatable, Decodable {
         self.changes = changes
         self.backoff = backoff
     }
+
+    private enum CodingKeys: String, CodingKey { case changes, backoff }
+
+    /// `backoff` is bounded by ServerLimits.maxLongpollBackoff as it is decoded; one that is not an
+    /// integer (a fraction, or past Int) counts as the maximum.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        changes = try c.decode(Bool.self, forKey: .changes)
+        let absent = try !c.contains(.backoff) || c.decodeNil(forKey: .backoff)
+        if absent {
+            backoff = nil
+        } else if let seconds = try? c.decode(Int.self, forKey: .backoff) {
+            backoff = ServerLimits.longpollBackoff(seconds)
+        } else {
+            backoff = ServerLimits.longpollBackoff(Int.max)
+        }
+    }
 }

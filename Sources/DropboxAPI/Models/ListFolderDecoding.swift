@@ -203,9 +203,10 @@ private struct EntryDecoder {
         return r.text(token).flatMap { DropboxTimestamp(parsing: $0) }
     }
 
+    /// A size up to ServerLimits.maxFileSize; a larger one makes the entry undecodable.
     private func size() -> UInt64? {
-        guard var r = at(.size), let range = try? r.number() else { return nil }
-        return r.unsigned(range)
+        guard var r = at(.size), let range = try? r.number(), let size = r.unsigned(range) else { return nil }
+        return size <= ServerLimits.maxFileSize ? size : nil
     }
 
     private func contentHash() -> Value<ContentHash> {

@@ -186,6 +186,11 @@ extension FileMetadata: Decodable {
         typealias Keys = Metadata.Keys
         let c = try decoder.container(keyedBy: Keys.self)
         let sharing = try c.decodeIfPresent(Metadata.SharingInfo.self, forKey: .sharingInfo)
+        let size = try c.decode(UInt64.self, forKey: .size)
+        guard size <= ServerLimits.maxFileSize else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .size, in: c, debugDescription: "size \(size) is above \(ServerLimits.maxFileSize)")
+        }
         self.init(
             name: try c.decode(String.self, forKey: .name),
             id: try c.decode(String.self, forKey: .id),
@@ -194,7 +199,7 @@ extension FileMetadata: Decodable {
             clientModified: try c.decode(DropboxTimestamp.self, forKey: .clientModified),
             serverModified: try c.decode(DropboxTimestamp.self, forKey: .serverModified),
             rev: try c.decode(String.self, forKey: .rev),
-            size: try c.decode(UInt64.self, forKey: .size),
+            size: size,
             contentHash: try c.decodeIfPresent(ContentHash.self, forKey: .contentHash),
             isDownloadable: try c.decodeIfPresent(Bool.self, forKey: .isDownloadable) ?? true,
             symlinkTarget: try c.decodeIfPresent(Metadata.SymlinkInfo.self, forKey: .symlinkInfo)?.target,

@@ -31,7 +31,9 @@ public enum PacerDecision: Sendable, Equatable {
             guard attempts.rateLimits < policy.maxRateLimitWaits else { return .fail }
             attempts.rateLimits += 1
             let jitter = Backoff.nanoseconds(policy.rateLimitJitter)
-            let wait = Int64(max(retryAfter, 0) * 1e9) + Int64(Double(jitter) * min(max(random, 0), 1))
+            // Bounded again here: a `.rateLimited` may come from any client, not only the decoder.
+            let seconds = retryAfter.isFinite ? min(max(retryAfter, 0), ServerLimits.maxRetryAfter) : ServerLimits.maxRetryAfter
+            let wait = Int64(seconds * 1e9) + Int64(Double(jitter) * min(max(random, 0), 1))
             return .pauseAll(for: .nanoseconds(wait))
         case .serverError:
             return retry(&attempts, random: random, policy: policy)

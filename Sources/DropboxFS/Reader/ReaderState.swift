@@ -91,7 +91,7 @@ struct ContentState {
         self.unitSize = unitSize
         label = file.label
         self.disk = disk
-        arrived = UnitSet(capacity: Int((file.size + unitSize - 1) / unitSize))
+        arrived = UnitSet(capacity: Int(file.size / unitSize + (file.size % unitSize == 0 ? 0 : 1)))
         if case .complete = disk { diskTried = true }
         if let hash = file.contentHash {
             if case .complete(_, checked: true) = disk {

@@ -1,27 +1,30 @@
 // A set of unit indexes of one file as a bitmap: which units have arrived at least once, and which
 // are written to a disk cache entry in progress. A 1 GiB file of 256 KiB units needs 512 bytes.
+// The bitmap's words are kept in a dictionary, allocated as units arrive: a file's size is the
+// server's word (up to ServerLimits.maxFileSize, 2^53 bytes), and a dense bitmap of such a file
+// would take gigabytes at `open`.
 
 struct UnitSet: Sendable, Equatable {
     /// Number of units the set can hold (indexes 0..<capacity).
     let capacity: Int
-    private var words: [UInt64]
+    /// Word index -> 64 units; absent words are empty.
+    private var words: [Int: UInt64] = [:]
     private(set) var count = 0
 
     init(capacity: Int) {
-        self.capacity = capacity
-        words = Array(repeating: 0, count: (capacity + 63) / 64)
+        self.capacity = max(capacity, 0)
     }
 
     var isFull: Bool { count == capacity }
 
     func contains(_ unit: Int) -> Bool {
-        guard unit >= 0, unit < capacity else { return false }
-        return words[unit >> 6] & (1 << UInt64(unit & 63)) != 0
+        guard unit >= 0, unit < capacity, let word = words[unit >> 6] else { return false }
+        return word & (1 << UInt64(unit & 63)) != 0
     }
 
     mutating func insert(_ units: Range<Int>) {
         for unit in units.clamped(to: 0..<capacity) where !contains(unit) {
-            words[unit >> 6] |= 1 << UInt64(unit & 63)
+            words[unit >> 6, default: 0] |= 1 << UInt64(unit & 63)
             count += 1
         }
     }

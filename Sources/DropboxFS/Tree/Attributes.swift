@@ -66,7 +66,7 @@ extension Node {
             uid: ownership.uid,
             gid: ownership.gid,
             size: size,
-            blocks: (size + 511) / 512,
+            blocks: size / 512 + (size % 512 == 0 ? 0 : 1),  // no overflow near 2^64
             blockSize: 4096,
             atime: mtime,
             mtime: mtime,
