@@ -1,6 +1,7 @@
 // See cshim.h: typed entry points for libcurl's variadic calls.
 #include "cshim.h"
 #include <sys/xattr.h>
+#include <sys/prctl.h>
 
 CURLcode dbx_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -35,4 +36,8 @@ CURLSHcode dbx_share_setopt_long(CURLSH *share, CURLSHoption option, long value)
 }
 ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t size) {
     return getxattr(path, name, value, size);
+}
+
+int dbx_set_not_dumpable(void) {
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }

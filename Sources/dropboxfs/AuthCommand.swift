@@ -26,7 +26,9 @@ enum AuthCommand {
         var endpoints = DropboxEndpoints.fromEnvironment(environment)
         if let url = parsed.value("api-url") { endpoints.api = url }
         if let url = parsed.value("oauth-url") { endpoints.oauth = url }
-        endpoints = DropboxEndpoints(api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
+        endpoints = try DropboxEndpoints(
+            api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth
+        ).approved()
         if parsed.has("sign-out") { return try signOut(environment: environment, endpoints: endpoints) }
 
         let stored = try? CredentialStore.load(environment)

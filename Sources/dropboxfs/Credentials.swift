@@ -1,6 +1,7 @@
 // Which credentials a command uses, in this order: --access-token-file, DROPBOXFS_ACCESS_TOKEN, then
 // the sign-in stored by `dropboxfs auth` (a refresh token, renewed access tokens). Tokens are never
-// printed, logged, or put on a command line (child processes read the same file or environment).
+// printed, logged, or put on a command line; a token from the environment is taken out of it at start
+// (Secrets.swift), and the background daemon receives it over a pipe.
 
 import DropboxAPI
 
@@ -52,7 +53,7 @@ enum Credentials {
             guard !token.isEmpty else { throw CommandFailure(.credentials, "access token file \(file) is empty") }
             return token
         }
-        if let token = environment["DROPBOXFS_ACCESS_TOKEN"]?.trimmingWhitespace(), !token.isEmpty {
+        if let token = Secrets.environmentToken?.trimmingWhitespace(), !token.isEmpty {
             return token
         }
         return nil

@@ -27,16 +27,30 @@ enum Daemon {
         guard let (readEnd, writeEnd) = SelfSpawn.pipe() else {
             throw CommandFailure(.failure, "cannot create a pipe: \(String(cString: strerror(errno)))")
         }
-        let started = SelfSpawn.start(
-            ["dropboxfs", "mount"] + arguments + ["--foreground"],
-            environment: SelfSpawn.currentEnvironment() + ["\(readyVariable)=\(readyFD)"]
-        ) { actions in
+        // The token (if it came from the environment) travels over a pipe of its own, never in the
+        // daemon's environment (Secrets.swift). It is small, so one write fits the pipe's buffer.
+        let token = Secrets.environmentToken
+        let tokenPipe = token == nil ? nil : SelfSpawn.pipe()
+        if token != nil && tokenPipe == nil {
+            throw CommandFailure(.failure, "cannot create a pipe: \(String(cString: strerror(errno)))")
+        }
+        var environment = SelfSpawn.currentEnvironment() + ["\(readyVariable)=\(readyFD)"]
+        if tokenPipe != nil { environment.append("\(Secrets.tokenFDVariable)=\(Secrets.tokenFD)") }
+        let started = SelfSpawn.start(["dropboxfs", "mount"] + arguments + ["--foreground"], environment: environment) {
+            actions in
             posix_spawn_file_actions_adddup2(&actions, writeEnd, readyFD)
+            if let tokenPipe { posix_spawn_file_actions_adddup2(&actions, tokenPipe.read, Secrets.tokenFD) }
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+            // Never through a symlink someone planted at the log's path; readable by the user only.
+            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0o600)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
         close(writeEnd)
+        if let tokenPipe, let token {
+            close(tokenPipe.read)
+            _ = token.withCString { write(tokenPipe.write, $0, strlen($0)) }
+            close(tokenPipe.write)
+        }
         defer { close(readEnd) }
         let pid: pid_t
         switch started {

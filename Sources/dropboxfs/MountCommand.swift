@@ -144,8 +144,9 @@ struct MountConfiguration {
         if let url = parsed.value("api-url") { endpoints.api = url }
         if let url = parsed.value("content-url") { endpoints.content = url }
         if let url = parsed.value("notify-url") { endpoints.notify = url }
-        self.endpoints = DropboxEndpoints(
-            api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
+        self.endpoints = try DropboxEndpoints(
+            api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth
+        ).approved()
         prefetch = !parsed.has("no-prefetch")
         watch = !parsed.has("no-watch")
         homeOnly = parsed.has("home-only")

@@ -27,6 +27,7 @@ enum StatusCommand {
         if let url = parsed.value("api-url") {
             endpoints = DropboxEndpoints(api: url, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
         }
+        endpoints = try endpoints.approved()
         var result = ExitCode.success
         do {
             let credentials = try Credentials.resolve(

@@ -6,6 +6,7 @@ import DropboxAPI
     import Glibc
 #endif
 
+Secrets.seal()  // before anything can start a child process (and before the descriptors are sealed)
 Daemon.sealInheritedDescriptors()
 let arguments = Array(CommandLine.arguments.dropFirst())
 

@@ -50,12 +50,12 @@ import Testing
     }
 
     @Test func tokenLifetimesAreBounded() {
-        #expect(ServerLimits.tokenLifetime(0) == 60)
-        #expect(ServerLimits.tokenLifetime(-100) == 60)
+        #expect(ServerLimits.tokenLifetime(0) == 5)
+        #expect(ServerLimits.tokenLifetime(-100) == 5)
         #expect(ServerLimits.tokenLifetime(14_400) == 14_400)
         #expect(ServerLimits.tokenLifetime(Int.max) == 30 * 86_400)
         // A token that lives the minimum is renewed halfway, not on every request.
-        #expect(RefreshingTokenProvider.renewBefore(.seconds(60), margin: .seconds(300)) == .seconds(30))
+        #expect(RefreshingTokenProvider.renewBefore(.seconds(5), margin: .seconds(300)) == .milliseconds(2500))
     }
 
     /// Sizes past 2^53 make the entry undecodable in both decoders (it is then hidden and counted).

@@ -256,5 +256,32 @@ def test_no_fuse_device(binary, fake, empty_dir):
     assert os.path.exists("/dev/fuse"), "the host's /dev/fuse must be untouched"
     err = r.stderr.decode(errors="replace")
     assert r.returncode == 6, (r.returncode, err)
-    assert err.startswith("dropboxfs: ") and "/dev/fuse" in err
+    message = err.strip().splitlines()[-1]
+    assert message.startswith("dropboxfs: ") and "/dev/fuse" in message, err
     assert not is_mounted(empty_dir)
+
+
+@pytest.mark.parametrize("variable,url", [
+    ("DROPBOXFS_API_URL", "http://192.0.2.1"),
+    ("DROPBOXFS_CONTENT_URL", "http://10.1.2.3:8080"),
+    ("DROPBOXFS_NOTIFY_URL", "http://localhost:1"),
+    ("DROPBOXFS_API_URL", "ftp://127.0.0.1"),
+])
+@pytest.mark.parametrize("command", [["mount", "--foreground"], ["status"], ["auth", "--sign-out"]])
+def test_plain_http_to_another_machine_is_refused_before_any_request(binary, fake, empty_dir, variable, url, command):
+    """A bearer token never travels in clear text: plain http is allowed to loopback addresses
+    only, and the refusal names https (exit 2, nothing mounted, nothing sent to the fake)."""
+    env = env_for(fake, extra={variable: url})
+    fake.reset_stats()
+    args = command[:1] + ([str(empty_dir)] if command[0] == "mount" else []) + command[1:]
+    assert_fails(dropboxfs(binary, *args, env=env, timeout=15), 2, url, "https://")
+    assert not is_mounted(str(empty_dir))
+    assert fake.stats()["total"] == 0
+
+
+def test_endpoints_that_are_not_dropbox_are_named_in_a_warning(binary, fake, empty_dir):
+    rc, out, err = dropboxfs(binary, "status", env=env_for(fake))
+    assert rc == 0, (out, err)
+    warnings = [line for line in err.splitlines() if "not Dropbox's own" in line]
+    assert len(warnings) == 1, err
+    assert f'API "{fake.url}"' in warnings[0] and f'content "{fake.url}"' in warnings[0]

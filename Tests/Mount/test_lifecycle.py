@@ -159,6 +159,69 @@ def test_background_mode(binary, fake_factory, background_mounts, tmp_path):
     assert "mounted" in text and "unmounted" in text and "[error]" not in text
 
 
+def dropboxfs_pids():
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if b"dropboxfs" in f.read().split(b"\0")[0]:
+                    pids.append(int(d))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def test_the_token_never_stays_in_a_process_environment(binary, fake_factory, background_mounts, mount_factory,
+                                                         tmp_path):
+    """A token given in DROPBOXFS_ACCESS_TOKEN is taken out of the environment at start: neither the
+    background daemon nor the mount guard carries it in /proc/PID/environ (the daemon gets it over
+    a pipe), and the mount works with it."""
+    fake = small_fake(fake_factory)
+    secret = "secret-token-for-environ-check"
+    fake.add_token(secret)
+    mnt = tmp_path / "bg"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    before = set(dropboxfs_pids())
+    rc, out, err = start_in_background(binary, "mount", mnt, "--log-file", tmp_path / "bg.log",
+                                       env=env_for(fake, token=secret))
+    assert rc == 0, err
+    assert run("cat", f"{mnt}/folder/inside.txt").stdout == b"inside\n"
+    started = [pid for pid in dropboxfs_pids() if pid not in before]
+    assert len(started) >= 2, "the daemon and its mount guard"
+    for pid in started:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read()
+        assert secret.encode() not in environ, pid
+        assert b"DROPBOXFS_ACCESS_TOKEN=" not in environ, pid
+    assert secret not in (tmp_path / "bg.log").read_text(errors="replace")
+    # In the foreground the variable's value is wiped from the process's own environment block.
+    m = mount_factory(fake, env_extra={"DROPBOXFS_ACCESS_TOKEN": secret})
+    with open(f"/proc/{m.process.pid}/environ", "rb") as f:
+        assert secret.encode() not in f.read()
+
+
+def test_the_log_file_is_never_opened_through_a_symlink(binary, fake_factory, background_mounts, tmp_path):
+    """--log-file opens with O_NOFOLLOW and mode 0600: a symlink planted at the log's path makes the
+    start fail instead of appending to (or creating) the file it points to."""
+    fake = small_fake(fake_factory)
+    mnt = tmp_path / "bg"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    target = tmp_path / "victim"
+    target.write_text("untouched\n")
+    log = tmp_path / "planted.log"
+    log.symlink_to(target)
+    rc, out, err = start_in_background(binary, "mount", mnt, "--log-file", log, env=env_for(fake))
+    assert rc != 0, (out, err)
+    assert not is_mounted(mnt)
+    assert target.read_text() == "untouched\n"
+    fresh = tmp_path / "fresh.log"
+    rc, out, err = start_in_background(binary, "mount", mnt, "--log-file", fresh, env=env_for(fake))
+    assert rc == 0, err
+    assert oct(os.stat(fresh).st_mode & 0o777) == oct(0o600)
+
+
 def test_background_mode_reports_failures_with_their_exit_code(binary, fake_factory, background_mounts, tmp_path):
     fake = small_fake(fake_factory)
     mnt = tmp_path / "bg"
@@ -167,7 +230,8 @@ def test_background_mode_reports_failures_with_their_exit_code(binary, fake_fact
     rc, out, err = start_in_background(binary, "mount", mnt, "--log-file", tmp_path / "bg.log",
                                        env=env_for(fake, token="wrong"))
     assert rc == 4, (rc, err)
-    assert err.startswith("dropboxfs: ") and "rejected" in err
+    message = err.strip().splitlines()[-1]
+    assert message.startswith("dropboxfs: ") and "rejected" in message, err
     assert not is_mounted(mnt)
     assert pids_of_daemon(mnt) == []
 

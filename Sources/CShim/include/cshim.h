@@ -1,5 +1,6 @@
 // Wrappers for C functions Swift cannot call: libcurl's variadic curl_easy_setopt, curl_easy_getinfo,
-// curl_multi_setopt (one wrapper per argument kind), and getxattr, which Glibc's module leaves out.
+// curl_multi_setopt (one wrapper per argument kind), getxattr, which Glibc's module leaves out, and
+// the variadic prctl.
 #ifndef DROPBOXFS_CSHIM_H
 #define DROPBOXFS_CSHIM_H
 #include <curl/curl.h>
@@ -19,5 +20,8 @@ CURLSHcode dbx_share_setopt_long(CURLSH *share, CURLSHoption option, long value)
 
 // getxattr(2): <sys/xattr.h> is not part of Swift's Glibc module.
 ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t size);
+
+// prctl(PR_SET_DUMPABLE, 0): prctl is variadic, so Swift cannot call it. Returns prctl's result.
+int dbx_set_not_dumpable(void);
 
 #endif

@@ -1,5 +1,8 @@
 // The four base URLs the client talks to. They default to Dropbox and are replaced (environment or
-// flags) to point at the fake server; plain http://127.0.0.1:PORT works for all of them.
+// flags) to point at the fake server. Every request carries a bearer token (and sign-in a refresh
+// token), so `checked()` refuses plain http:// to anything but a loopback address (127.0.0.0/8,
+// ::1): a typo must never send a token in clear text across a network. Any endpoint that is not
+// Dropbox's own is worth a warning at start.
 
 import Foundation
 
@@ -43,6 +46,55 @@ public struct DropboxEndpoints: Sendable, Equatable {
         return DropboxEndpoints(
             api: pick("DROPBOXFS_API_URL", d.api), content: pick("DROPBOXFS_CONTENT_URL", d.content),
             notify: pick("DROPBOXFS_NOTIFY_URL", d.notify), oauth: pick("DROPBOXFS_OAUTH_URL", d.oauth))
+    }
+
+    /// A base URL that must not be used.
+    public struct Refusal: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Checks every base URL: https:// to any host, or http:// to a loopback address only; returns
+    /// one warning naming those that are not Dropbox's own (nothing for the defaults).
+    public func checked() throws(Refusal) -> [String] {
+        var foreign: [String] = []
+        let named = [("API", api, Self.dropbox.api), ("content", content, Self.dropbox.content),
+                     ("notify", notify, Self.dropbox.notify), ("sign-in", oauth, Self.dropbox.oauth)]
+        for (name, url, own) in named {
+            guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+                let host = parsed.host, !host.isEmpty
+            else {
+                throw Refusal(description: "the \(name) endpoint \(Log.quoted(url)) is not a URL like https://host")
+            }
+            switch scheme {
+            case "https":
+                break
+            case "http" where Self.isLoopback(host):
+                break
+            case "http":
+                throw Refusal(
+                    description: "the \(name) endpoint \(Log.quoted(url)) uses plain http to a host that is not this "
+                        + "machine, which would send your Dropbox token unencrypted; use https:// (plain http is "
+                        + "allowed only to 127.0.0.1 or ::1)")
+            default:
+                throw Refusal(description: "the \(name) endpoint \(Log.quoted(url)) must start with https://")
+            }
+            if url != own { foreign.append("\(name) \(Log.quoted(url))") }
+        }
+        if foreign.isEmpty { return [] }
+        return ["talking to endpoints that are not Dropbox's own: " + foreign.joined(separator: ", ")]
+    }
+
+    /// Whether `host` is a literal loopback address: 127.0.0.0/8 or ::1 (names are not trusted:
+    /// what "localhost" resolves to is the machine's configuration).
+    static func isLoopback(_ host: String) -> Bool {
+        var host = Substring(host)
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        if host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isNumber) }),
+            let values = Optional(octets.compactMap { UInt8($0) }), values.count == 4
+        else { return false }
+        return values[0] == 127
     }
 
     /// `POST` target of the OAuth code exchange and refresh.

@@ -10,8 +10,9 @@ public enum ServerLimits {
     /// The longest `backoff` a longpoll reply may ask for before the next longpoll.
     public static let maxLongpollBackoff: Int = 600
     /// Access token lifetimes (`expires_in`) are taken to be within these bounds: a shorter or
-    /// negative one would make every request renew the token.
-    public static let minTokenLifetime: Int = 60
+    /// negative one would make every request renew the token (a token is renewed halfway through
+    /// a short lifetime, so at most one refresh every 2.5 s).
+    public static let minTokenLifetime: Int = 5
     public static let maxTokenLifetime: Int = 30 * 86_400
     /// The largest file size accepted: 2^53 bytes (Dropbox's own upload limit is below 2^41, and
     /// sizes up to 2^53 stay exact in every conversion and sum the filesystem makes).
