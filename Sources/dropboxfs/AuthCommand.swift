@@ -73,7 +73,7 @@ enum AuthCommand {
         try CredentialStore.save(
             StoredCredentials(appKey: appKey, refreshToken: refreshToken, accountId: account.accountId, email: account.email),
             environment)
-        printOut("Signed in as \(account.displayName) <\(account.email)>.")
+        printOut("Signed in as \(Log.escaped(account.displayName)) <\(Log.escaped(account.email))>.")
         printOut("Credentials saved to \(CredentialStore.path(environment)); mount with: dropboxfs mount")
         return .success
     }

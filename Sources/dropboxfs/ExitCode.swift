@@ -1,6 +1,8 @@
 // Exit codes of the dropboxfs command, documented in `dropboxfs --help` and README.md so scripts and
 // service managers can tell failures apart.
 
+import DropboxAPI
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -34,12 +36,15 @@ struct CommandFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+/// One line on stderr, "dropboxfs: message", escaped like a log line (Log.escaped).
 func printError(_ message: String) {
-    let line = "dropboxfs: \(message)\n"
+    let line = "dropboxfs: \(Log.escaped(message))\n"
     _ = line.withCString { write(2, $0, strlen($0)) }
 }
 
+/// Text on stdout, each of its lines escaped like a log line (help texts have several).
 func printOut(_ message: String) {
-    let line = message + "\n"
+    let line = message.split(separator: "\n", omittingEmptySubsequences: false).map { Log.escaped(String($0)) }
+        .joined(separator: "\n") + "\n"
     _ = line.withCString { write(1, $0, strlen($0)) }
 }

@@ -63,7 +63,7 @@ enum MountCommand {
 
         if !configuration.foreground && !Daemon.isChild {
             try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())
-            printOut("dropboxfs: mounted \(account.email)'s Dropbox on \(mountpoint) (unmount: fusermount3 -u \(mountpoint))")
+            printOut("dropboxfs: mounted \(Log.escaped(account.email))'s Dropbox on \(mountpoint) (unmount: fusermount3 -u \(mountpoint))")
             return .success
         }
 

@@ -32,7 +32,7 @@ enum MountGuard {
     /// (fusermount3's auto_unmount still covers mounts where the kernel asks opendir).
     static func start(mountpoint: String) -> Handle? {
         guard let (readEnd, writeEnd) = SelfSpawn.pipe() else {
-            printError("dropboxfs: cannot start the mount guard: \(String(cString: strerror(errno)))")
+            printError("cannot start the mount guard: \(String(cString: strerror(errno)))")
             return nil
         }
         let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin:/usr/sbin:/sbin"
@@ -42,7 +42,7 @@ enum MountGuard {
         close(readEnd)
         guard case .success(let pid) = started else {
             close(writeEnd)
-            if case .failure(let error) = started { printError("dropboxfs: cannot start the mount guard: \(error.message)") }
+            if case .failure(let error) = started { printError("cannot start the mount guard: \(error.message)") }
             return nil
         }
         // writeEnd stays open (close-on-exec) for the life of the daemon: its end is the signal.
@@ -81,10 +81,10 @@ enum MountGuard {
         }
         guard mount(at: mountpoint, device: guarded.device) != nil else { return .success }
         if detach(mountpoint) {
-            printError("dropboxfs: the daemon ended without unmounting \(mountpoint); unmounted it")
+            printError("the daemon ended without unmounting \(mountpoint); unmounted it")
             return .success
         }
-        printError("dropboxfs: the daemon ended without unmounting \(mountpoint), and unmounting it failed")
+        printError("the daemon ended without unmounting \(mountpoint), and unmounting it failed")
         return .failure
     }
 

@@ -35,7 +35,10 @@ enum StatusCommand {
             printOut("credentials: \(credentials.source)")
             let client = DropboxHTTPClient(endpoints: endpoints, tokens: credentials.tokens, transport: Shared.transport)
             let account = try AccountCheck.verify(client, endpoints: endpoints)
-            printOut("account:     \(account.displayName) <\(account.email)> (\(account.accountType))")
+            // Server text: one line each, whatever it holds.
+            printOut(
+                "account:     \(Log.escaped(account.displayName)) <\(Log.escaped(account.email))> "
+                    + "(\(Log.escaped(account.accountType)))")
             if let line = TeamSpace.statusLine(account.rootInfo) { printOut("team space:  \(line)") }
             if let usage = try? runBlocking({ try await client.getSpaceUsage() }) {
                 printOut("space:       \(spaceLine(usage))")

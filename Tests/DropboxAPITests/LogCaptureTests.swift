@@ -99,4 +99,24 @@ import Testing
         #expect(mine.count >= 10)
         #expect(mine.filter { $0.hasSuffix("new connection") }.count <= 1)
     }
+
+    /// Every line leaves the logger escaped: a name or server text with a newline, ESC, a C1 CSI,
+    /// a NUL or a bidi override cannot forge a line or drive a terminal (Log.escaped).
+    @Test func everyLineIsEscapedOnItsWayOut() async {
+        let hostile = "a\nforged[error]: x\u{1B}[31mred\u{9B}2J\u{0}nul\u{202E}txt.exe\tend"
+        let (_, lines) = await capturingLog {
+            Log.warning("name \(hostile)")
+            Log.info("quoted \(Log.quoted(hostile))")
+        }
+        let mine = lines.filter { $0.contains("forged") }
+        #expect(mine.count == 2)
+        for line in mine {
+            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }, "\(line.debugDescription)")
+            #expect(!line.unicodeScalars.contains { $0.value == 0x202E })
+            #expect(line.contains("\\x0aforged[error]: x\\x1b[31mred\\x9b2J\\x00nul\\u{202e}txt.exe\\x09end"))
+        }
+        #expect(mine.contains { $0.hasSuffix("quoted \"a\\x0aforged[error]: x\\x1b[31mred\\x9b2J\\x00nul\\u{202e}txt.exe\\x09end\"") })
+        #expect(Log.escaped("plain café ☕ name") == "plain café ☕ name")
+        #expect(Log.quoted("say \"hi\" \\") == "\"say \\x22hi\\x22 \\x5c\"")
+    }
 }

@@ -1,6 +1,8 @@
 // One small logger for every layer: lines go to stderr as "dropboxfs[LEVEL]: message".
 // Never pass a token, an Authorization header or a request body to it; callers log routes, paths,
-// statuses and request ids only. The level and the sink are guarded by `state`'s mutex.
+// statuses and request ids only. Every message passes through `escaped` on its way out, so no
+// name or server text can forge a line or drive a terminal; names are also `quoted` by callers.
+// The level and the sink are guarded by `state`'s mutex.
 
 import Synchronization
 
@@ -58,19 +60,45 @@ public enum Log {
         _ = state.withLock { $0.sinks.removeValue(forKey: id) }
     }
 
-    /// A name or path quoted for a log line: control characters (a newline could fake a log
-    /// line, a NUL makes the log "binary") appear as \xNN.
+    /// A name or path quoted for a log line: `"` + `escaped(text)` + `"`, with `"` and `\` escaped
+    /// too, so where a quoted name ends is never in doubt.
     public static func quoted(_ text: String) -> String {
-        var out = "\""
+        "\"" + escape(text, alsoQuotes: true) + "\""
+    }
+
+    /// Untrusted text made safe for one log or terminal line, the one rule every log line, error
+    /// message and status line goes through: control characters (C0, DEL, C1: a newline could
+    /// forge a log line, ESC or CSI drive the terminal, a NUL make the log "binary") appear as
+    /// \xNN, and the bidirectional overrides that reorder what a terminal shows as \u{NNNN}.
+    public static func escaped(_ text: String) -> String {
+        escape(text, alsoQuotes: false)
+    }
+
+    private static func escape(_ text: String, alsoQuotes: Bool) -> String {
+        // The common case: nothing to escape, no copy.
+        if !text.unicodeScalars.contains(where: { needsEscape($0, alsoQuotes: alsoQuotes) }) { return text }
+        var out = ""
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\"" || scalar == "\\" {
-                let hex = String(scalar.value, radix: 16)
+            guard needsEscape(scalar, alsoQuotes: alsoQuotes) else {
+                out.unicodeScalars.append(scalar)
+                continue
+            }
+            let hex = String(scalar.value, radix: 16)
+            if scalar.value <= 0xFF {
                 out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
             } else {
-                out.unicodeScalars.append(scalar)
+                out += "\\u{" + hex + "}"
             }
         }
-        return out + "\""
+        return out
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar, alsoQuotes: Bool) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: return true
+        case 0x22, 0x5C: return alsoQuotes
+        default: return false
+        }
     }
 
     public static func isEnabled(_ level: LogLevel) -> Bool { level >= self.level }
@@ -83,7 +111,7 @@ public enum Log {
     private static func write(_ level: LogLevel, _ message: () -> String) {
         let (enabled, sinks) = state.withLock { ($0.level <= level, Array($0.sinks.values)) }
         guard enabled else { return }
-        let text = message()
+        let text = escaped(message())
         if !sinks.isEmpty {
             for sink in sinks { sink(level, text) }
             return
