@@ -63,5 +63,9 @@ let package = Package(
             name: "DropboxFSTests",
             dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport"]
         ),
+        .testTarget(
+            name: "FUSEAdapterTests",
+            dependencies: ["FUSEAdapter"]
+        ),
     ]
 )

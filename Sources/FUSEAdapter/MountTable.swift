@@ -12,6 +12,16 @@ public struct MountEntry: Sendable, Equatable {
     public var mountPoint: String
     /// e.g. "fuse.dropboxfs", "ext4".
     public var fileSystemType: String
+    /// The filesystem's own options ("rw,user_id=1000,group_id=1000" for FUSE).
+    public var superOptions: String = ""
+
+    /// The user who mounted a FUSE filesystem (its `user_id=` option), nil for other filesystems.
+    public var fuseUserID: UInt32? {
+        for option in superOptions.split(separator: ",") where option.hasPrefix("user_id=") {
+            return UInt32(option.dropFirst("user_id=".count))
+        }
+        return nil
+    }
 }
 
 public enum MountTable {
@@ -33,7 +43,8 @@ public enum MountTable {
         let fields = line.split(separator: " ", omittingEmptySubsequences: true)
         guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { return nil }
         return MountEntry(
-            device: String(fields[2]), mountPoint: unescape(String(fields[4])), fileSystemType: String(fields[dash + 1]))
+            device: String(fields[2]), mountPoint: unescape(String(fields[4])), fileSystemType: String(fields[dash + 1]),
+            superOptions: dash + 3 < fields.count ? String(fields[dash + 3]).trimmingNewline : "")
     }
 
     /// Mount table fields escape space, tab, newline and backslash as \ooo.
@@ -56,4 +67,8 @@ public enum MountTable {
         }
         return String(decoding: bytes, as: UTF8.self)
     }
+}
+
+extension String {
+    fileprivate var trimmingNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
 }

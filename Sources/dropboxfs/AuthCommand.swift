@@ -22,6 +22,13 @@ enum AuthCommand {
             return .success
         }
         guard parsed.positionals.isEmpty else { throw UsageError(description: "auth takes no arguments (see auth --help)") }
+        // A code is bound to the PKCE verifier of the run that printed its address, so a code given
+        // on the command line (where `ps` also shows it) could never be accepted.
+        if parsed.value("code") != nil {
+            throw UsageError(
+                description: "--code is not supported: a code only works in the run that printed its address "
+                    + "(PKCE); run `dropboxfs auth` and paste the code, or pipe it on standard input")
+        }
         let environment = ProcessInfo.processInfo.environment
         var endpoints = DropboxEndpoints.fromEnvironment(environment)
         if let url = parsed.value("api-url") { endpoints.api = url }
@@ -42,17 +49,11 @@ enum AuthCommand {
         let pkce: PKCE
         do { pkce = try PKCE() } catch { throw CommandFailure(.failure, "\(error)") }
 
-        let code: String
-        if let given = parsed.value("code") {
-            code = given
-        } else {
-            printOut("1. Open this address in a browser and allow dropboxfs to read your Dropbox:")
-            printOut("   " + oauth.authorizeURL(pkce: pkce))
-            printOut("2. Paste the code Dropbox shows you, then press Enter:")
-            guard let line = readLine(strippingNewline: true)?.trimmingWhitespace(), !line.isEmpty else {
-                throw CommandFailure(.credentials, "no code was entered")
-            }
-            code = line
+        printOut("1. Open this address in a browser and allow dropboxfs to read your Dropbox:")
+        printOut("   " + oauth.authorizeURL(pkce: pkce))
+        printOut("2. Paste the code Dropbox shows you, then press Enter:")
+        guard let code = readLine(strippingNewline: true)?.trimmingWhitespace(), !code.isEmpty else {
+            throw CommandFailure(.credentials, "no code was entered")
         }
 
         let grant: TokenGrant

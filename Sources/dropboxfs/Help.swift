@@ -23,17 +23,17 @@ enum Help {
         """
 
     static let auth = """
-        Usage: dropboxfs auth [--app-key KEY] [--code CODE]
+        Usage: dropboxfs auth [--app-key KEY]
                dropboxfs auth --sign-out
 
         Signs in with OAuth 2 and PKCE: prints an address to open in a browser, then reads the code
-        Dropbox shows (from the terminal, or from standard input for scripts) and stores the app key and
+        Dropbox shows (from the terminal, or piped on standard input by a script that read the address;
+        the code only works in the run that printed its address, PKCE) and stores the app key and
         a refresh token in $XDG_CONFIG_HOME/dropboxfs/credentials.json (folder 0700, file 0600).
         Scopes asked for: account_info.read files.metadata.read files.content.read.
 
         Options:
           --app-key KEY     your Dropbox app's key (default $DROPBOXFS_APP_KEY, or the stored one)
-          --code CODE       the code, instead of reading it from standard input
           --api-url URL     API base URL (default $DROPBOXFS_API_URL or https://api.dropboxapi.com)
           --oauth-url URL   authorize page base URL (default $DROPBOXFS_OAUTH_URL or
                             https://www.dropbox.com)

@@ -3,9 +3,11 @@
 // `user.dropboxfs.status` attribute, so no socket or state file is needed).
 
 import CShim
+import Dispatch
 import DropboxAPI
 import FUSEAdapter
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -79,15 +81,31 @@ enum StatusCommand {
         return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
     }
 
-    /// Mount points of type fuse.dropboxfs.
+    /// This user's mount points of type fuse.dropboxfs (other users' mounts are theirs to ask).
     static func mountedDropboxfs() -> [String] {
-        MountTable.entries().filter { $0.fileSystemType == "fuse.dropboxfs" }.map(\.mountPoint)
+        let me = getuid()
+        return MountTable.entries().filter { $0.fileSystemType == "fuse.dropboxfs" && $0.fuseUserID == me }
+            .map(\.mountPoint)
     }
 
+    /// How long `status` waits for a mount to answer: a stuck daemon must not hang the command.
+    static let mountAnswerTimeout = 3.0
+
+    /// The mount's status attribute, asked on a thread of its own; "(not answering)" when the mount
+    /// does not answer in time (that thread is left behind, and ends with the process).
     static func readStatus(_ mountpoint: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = dbx_getxattr(mountpoint, "user.dropboxfs.status", &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let answer = Mutex<String??>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            let n = dbx_getxattr(mountpoint, "user.dropboxfs.status", &buffer, buffer.count - 1)
+            let text = n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+            answer.withLock { $0 = .some(text) }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + mountAnswerTimeout) == .success else {
+            return "(not answering within \(Int(mountAnswerTimeout)) s: the daemon may be stuck)"
+        }
+        return answer.withLock { $0 } ?? nil
     }
 }

@@ -285,3 +285,11 @@ def test_endpoints_that_are_not_dropbox_are_named_in_a_warning(binary, fake, emp
     warnings = [line for line in err.splitlines() if "not Dropbox's own" in line]
     assert len(warnings) == 1, err
     assert f'API "{fake.url}"' in warnings[0] and f'content "{fake.url}"' in warnings[0]
+
+
+def test_auth_code_on_the_command_line_is_refused(binary, fake):
+    """A code is bound to the PKCE verifier of the run that printed its address: one given as an
+    argument could never be accepted (and `ps` would show it)."""
+    result = dropboxfs(binary, "auth", "--app-key", "fakeappkey", "--code", "abc", env=env_for(fake, token=None))
+    assert_fails(result, 2, "--code", "standard input")
+    assert "abc" not in result[1] + result[2]

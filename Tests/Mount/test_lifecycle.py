@@ -286,3 +286,29 @@ def test_folders_are_opened_by_the_kernel_unless_listings_expire(fake_factory, m
     assert run("ls", f"{m.path}/folder").stdout.split() == [b"inside.txt"]
     m.unmount()
     assert mode in m.log_text()
+
+
+def test_status_answers_quickly_when_a_mount_is_stuck(binary, fake_factory, mount_factory):
+    """`dropboxfs status` asks each of the user's mounts for its progress on a thread of its own: a
+    daemon that does not answer (here: stopped with SIGSTOP) costs a few seconds and one line, not
+    a hang."""
+    fake = small_fake(fake_factory)
+    m = mount_factory(fake)
+    healthy = mount_factory(fake)
+    assert run("ls", m.path).returncode == 0
+    os.kill(m.process.pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        r = run(binary, "status", env=env_for(fake), timeout=30)
+        elapsed = time.monotonic() - start
+    finally:
+        os.kill(m.process.pid, signal.SIGCONT)
+    out = r.stdout.decode(errors="replace")
+    assert r.returncode == 0, (out, r.stderr)
+    assert elapsed < 10, f"status took {elapsed:.1f} s"
+    lines = [line for line in out.splitlines() if line.startswith("mount:")]
+    stuck = [line for line in lines if m.path in line]
+    assert stuck and "not answering" in stuck[0], out
+    ok = [line for line in lines if healthy.path in line]
+    assert ok and "phase=" in ok[0], out
+    assert run("ls", m.path).returncode == 0, "the mount works again once the daemon runs"
