@@ -1,5 +1,6 @@
-// Tests of the content_hash check: a file whose downloaded bytes do not match answers EIO (and
-// logs one error) instead of wrong bytes; small files are checked before any byte is served; a
+// Tests of the content_hash check: bytes damaged once on the way are downloaded again (one
+// warning); a file whose downloaded bytes do not match twice answers EIO (and logs one error)
+// instead of wrong bytes; small files are checked before any byte is served; a
 // whole sequential pass over a large file fails at its last read; the check survives buffers being
 // evicted under a tight memory cap.
 
@@ -26,33 +27,68 @@ private let M = 1 << 20
             }
         }
         let lines = LogCapture.lines(containing: "/integrity/small.bin")
-        #expect(lines.count == 1)
-        #expect(lines.first?.contains("content_hash") == true)
+        #expect(lines.count == 2, "one warning (downloading again), one error: \(lines)")
+        #expect(lines.allSatisfy { $0.contains("content_hash") })
+        #expect(lines.last?.contains("EIO") == true)
+        let downloads = fixture.recorder.ranges(of: "/integrity/small.bin", in: fixture.fake)
+        #expect(downloads.filter { $0.offset == 0 }.count == 2, "the file was downloaded twice, no more: \(downloads)")
+    }
+
+    @Test func bytesDamagedOnceAreDownloadedAgainAndServedExactly() async throws {
+        LogCapture.start()
+        let fixture = ReaderFixture(corruptAt: 100, corruptions: 1)
+        fixture.fake.addFile("/integrity/once.bin", size: UInt64(3 * M), seed: 11)
+        let bytes = try await fixture.readAll("/integrity/once.bin", chunk: 128 * K)
+        #expect(bytes == fixture.fake.contents(of: "/integrity/once.bin"))
+        let lines = LogCapture.lines(containing: "/integrity/once.bin")
+        #expect(lines.count == 1 && lines.first?.contains("once more") == true, "\(lines)")
+        // A large file damaged once: the pass that served damaged bytes fails at its end, the
+        // next pass gets the exact bytes and the file is verified.
+        let size = 12 * M + 5
+        let large = ReaderFixture(corruptAt: UInt64(9 * M + 7), corruptions: 1)
+        large.fake.addFile("/integrity/once-large.bin", size: UInt64(size), seed: 12)
+        let opened = try await large.open("/integrity/once-large.bin")
+        #expect(await Self.pass(large, opened.handle, size: size).failedAt != nil)
+        let second = await Self.pass(large, opened.handle, size: size)
+        #expect(second.failedAt == nil)
+        #expect(second.bytes == large.fake.contents(of: "/integrity/once-large.bin"))
+        let verification = large.fs.reader.state.withLock { s in
+            s.contents.values.first { $0.label.hasPrefix("/integrity/once-large.bin") }?.verification
+        }
+        #expect(verification == .verified)
+    }
+
+    /// Reads one whole pass in 128 KiB pieces; returns the offset of the failing read (nil: none).
+    static func pass(_ fixture: ReaderFixture, _ handle: UInt64, size: Int) async -> (bytes: [UInt8], failedAt: Int?) {
+        var bytes: [UInt8] = []
+        while bytes.count < size {
+            do {
+                let piece = try await fixture.fs.read(handle: handle, offset: UInt64(bytes.count), size: 128 * K)
+                if piece.isEmpty { break }
+                bytes += piece
+            } catch {
+                #expect(error.errno == 5)
+                return (bytes, bytes.count)
+            }
+        }
+        return (bytes, nil)
     }
 
     @Test func aWholePassOverALargeFileFailsAtItsLastRead() async throws {
         LogCapture.start()
+        let size = 20 * M + 3
         let fixture = ReaderFixture(corruptAt: UInt64(10 * M + 5))
-        fixture.fake.addFile("/integrity/large.bin", size: UInt64(20 * M + 3), seed: 2)
+        fixture.fake.addFile("/integrity/large.bin", size: UInt64(size), seed: 2)
         let opened = try await fixture.open("/integrity/large.bin")
-        var offset = 0
-        var failedAt: Int?
-        while offset < 20 * M + 3 {
-            do {
-                let bytes = try await fixture.fs.read(handle: opened.handle, offset: UInt64(offset), size: 128 * K)
-                offset += bytes.count
-            } catch {
-                #expect(error.errno == 5)
-                failedAt = offset
-                break
-            }
-        }
         // Reads fail from the moment the mismatch is known, at the latest at the read reaching the
-        // end, which waits for the check.
-        let failure = try #require(failedAt)
-        #expect(failure > 10 * M && failure <= 20 * M + 3 - (20 * M + 3) % (128 * K))
-        #expect(LogCapture.lines(containing: "/integrity/large.bin").count == 1)
-        // Every later read of that content fails too.
+        // end, which waits for the check: the pass served bytes of the damaged download.
+        let first = try #require(await Self.pass(fixture, opened.handle, size: size).failedAt)
+        #expect(first > 10 * M && first <= size - size % (128 * K))
+        #expect(LogCapture.lines(containing: "/integrity/large.bin").count == 1, "the file is downloaded once more")
+        // The next pass reads the new download, damaged again: it fails too, now for good.
+        let second = try #require(await Self.pass(fixture, opened.handle, size: size).failedAt)
+        #expect(second > 10 * M)
+        #expect(LogCapture.lines(containing: "/integrity/large.bin").count == 2)
         await #expect(throws: FilesystemError.self) {
             try await fixture.fs.read(handle: opened.handle, offset: 0, size: 10)
         }

@@ -260,12 +260,12 @@ struct ReaderFixture: Sendable {
 
     init(
         options: ReaderOptions = ReaderOptions(), latency: Duration = .zero, fake: InMemoryDropbox = InMemoryDropbox(),
-        corruptAt: UInt64? = nil
+        corruptAt: UInt64? = nil, corruptions: Int? = nil
     ) {
         self.fake = fake
         fake.latency = latency
         faults = FaultInjectingClient(fake)
-        recorder = RecordingClient(faults, corruptAt: corruptAt)
+        recorder = RecordingClient(faults, corruptAt: corruptAt, corruptions: corruptions)
         fs = Filesystem(client: recorder, options: FilesystemOptions(reader: options))
     }
 
@@ -312,11 +312,14 @@ final class RecordingClient: DropboxClient, Sendable {
 
     let base: any DropboxClient
     let corruptAt: UInt64?
+    /// How many downloads covering `corruptAt` are damaged (nil: all of them).
+    private let corruptionsLeft: Mutex<Int?>
     private let record = Mutex(Record())
 
-    init(_ base: any DropboxClient, corruptAt: UInt64? = nil) {
+    init(_ base: any DropboxClient, corruptAt: UInt64? = nil, corruptions: Int? = nil) {
         self.base = base
         self.corruptAt = corruptAt
+        self.corruptionsLeft = Mutex(corruptions)
     }
 
     var ranges: [Download] { record.withLock { $0.downloads } }
@@ -338,7 +341,12 @@ final class RecordingClient: DropboxClient, Sendable {
         var result = try await base.download(path: path, range: range)
         let start = range?.offset ?? 0
         if let corruptAt, corruptAt >= start, corruptAt < start + UInt64(result.data.count) {
-            result.data[Int(corruptAt - start)] ^= 0xFF
+            let damage = corruptionsLeft.withLock { left -> Bool in
+                guard let count = left else { return true }
+                left = count - 1
+                return count > 0
+            }
+            if damage { result.data[Int(corruptAt - start)] ^= 0xFF }
         }
         return result
     }

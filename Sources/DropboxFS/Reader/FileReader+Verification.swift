@@ -2,8 +2,10 @@
 // 4 MiB block hashes) and no per-block hashes, so only a whole file can be checked. As parts arrive,
 // the bytes from the start are fed to the content's verifier in file order (from buffers, or from
 // the disk entry being written when a buffer was evicted); when the last byte is fed the file is
-// verified or failed. A failed file answers EIO to every read and logs one error; a verified file
-// is committed to the disk cache. Reads that must not be answered before the check
+// verified or failed. Bytes damaged on the way are not the file's fault: the first mismatch makes
+// the whole file be downloaded once more (ContentState.startOver, one warning); a second mismatch
+// fails it, and it answers EIO to every read and logs one error. A verified file is committed to
+// the disk cache. Reads that must not be answered before the check
 // (ContentState.mustVerify) wait for it here.
 
 import DropboxAPI
@@ -67,23 +69,34 @@ extension FileReader {
     private func finishVerification(_ key: ContentKey, verifier: ContentVerifier) {
         let actual = verifier.finish()
         let matches = actual == verifier.expected
-        let (waiters, commit, label) = withState { s -> ([CheckedContinuation<Void, Never>], DiskCache.Partial?, String) in
-            guard let content = s.contents[key] else { return ([], nil, "") }
-            s.contents[key]?.verification = matches ? .verified : .failed
+        let (waiters, commit, label, again) = withState {
+            s -> ([CheckedContinuation<Void, Never>], DiskCache.Partial?, String, Bool) in
+            guard let content = s.contents[key] else { return ([], nil, "", false) }
             var commit: DiskCache.Partial?
+            var again = false
             if matches {
+                s.contents[key]?.verification = .verified
                 commit = s.takeCommit(key)  // otherwise the last write commits it
+            } else if content.attempt == 0 {
+                s.giveUpDisk(key)
+                s.memoryUsed -= s.contents[key]?.startOver() ?? 0
+                again = true
             } else {
+                s.contents[key]?.verification = .failed
                 s.giveUpDisk(key)
                 for (id, segment) in content.segments where segment.bytes != nil {
                     s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
                 }
             }
-            return (s.releaseHashing(key), commit, content.label)
+            return (s.releaseHashing(key), commit, content.label, again)
         }
-        if !matches {
+        if again {
+            Log.warning(
+                "\(label): the downloaded bytes do not match Dropbox's content_hash (expected \(verifier.expected), got \(actual)); downloading the whole file once more"
+            )
+        } else if !matches {
             Log.error(
-                "\(label): the downloaded bytes do not match Dropbox's content_hash (expected \(verifier.expected), got \(actual)); reads of this file fail with EIO"
+                "\(label): the downloaded bytes do not match Dropbox's content_hash again (expected \(verifier.expected), got \(actual)); reads of this file fail with EIO"
             )
         }
         if let commit { self.commit(commit, key: key) }
@@ -92,8 +105,10 @@ extension FileReader {
 
     /// Returns once the content of `file` is verified (or has no content_hash); throws EIO when it
     /// failed. Feeds the verifier itself when nobody else does, and downloads again the bytes it
-    /// needs if they were evicted before being hashed.
-    func awaitVerification(_ file: PinnedFile) async throws(FilesystemError) {
+    /// needs if they were evicted before being hashed. A read of a large file planned under an
+    /// older `attempt` fails at once: its pass already served bytes of the damaged download (the
+    /// next pass reads the new one); a small file's reads served nothing yet, so they wait for it.
+    func awaitVerification(_ file: PinnedFile, attempt: Int) async throws(FilesystemError) {
         let key = file.key
         var lastPosition: UInt64?
         var stalls = 0
@@ -104,6 +119,7 @@ extension FileReader {
             }
             let status = withState { s -> Status in
                 guard let content = s.contents[key] else { return .failed }
+                if content.attempt != attempt && content.size > options.wholeFileLimit { return .failed }
                 switch content.verification {
                 case .verified, .unverifiable: return .done
                 case .failed: return .failed

@@ -100,6 +100,8 @@ final class FileReader: Sendable {
         var sequential: Bool
         var verify: Bool
         var waits: [FetchTask]
+        /// The content's attempt when the read was planned (ContentState.attempt).
+        var attempt: Int
     }
 
     private enum Collected: Sendable {
@@ -143,6 +145,14 @@ final class FileReader: Sendable {
         }
         guard let (early, verify) = look else { throw .badHandle }
         if let early { return early }
+        let attemptNow = s.contents[file.key]?.attempt ?? 0
+        if offset == 0 || open.passAttempt == nil { open.passAttempt = attemptNow }
+        let large = file.size > options.wholeFileLimit
+        if large, let pass = open.passAttempt, pass != attemptNow, end == file.size {
+            open.passAttempt = nil
+            s.handles[handle] = open
+            throw .integrity("\(file.label): this pass read bytes of a download that did not match its content_hash")
+        }
         let decision = ReadPolicy.decide(open.stream, offset: offset, length: length, fileSize: file.size, options: options)
         open.stream = decision.stream
         let waits = startFetches(&s, file: file, range: decision.demand, demand: true).tasks
@@ -152,7 +162,11 @@ final class FileReader: Sendable {
             open.stream.requestedUpTo = stopped
         }
         s.handles[handle] = open
-        return .fetch(ReadPlan(file: file, range: offset..<end, sequential: decision.sequential, verify: verify, waits: waits))
+        let attempt = large ? open.passAttempt ?? attemptNow : attemptNow
+        return .fetch(
+            ReadPlan(
+                file: file, range: offset..<end, sequential: decision.sequential, verify: verify, waits: waits,
+                attempt: attempt))
     }
 
     /// Waits for the read's downloads, gathers its bytes (fetching again what was evicted in the
@@ -160,7 +174,8 @@ final class FileReader: Sendable {
     private func finish(_ plan: ReadPlan) async throws(FilesystemError) -> [UInt8] {
         let key = plan.file.key
         var waits = plan.waits
-        for _ in 0..<4 {
+        var attempt = plan.attempt
+        for _ in 0..<5 {
             for task in waits {
                 if case .failure(let error) = await task.value { throw error }
             }
@@ -179,8 +194,13 @@ final class FileReader: Sendable {
             }
             switch collected {
             case .pieces(let pieces):
-                if plan.verify { try await awaitVerification(plan.file) }
-                return try Self.bytes(of: pieces)
+                guard plan.verify else { return try Self.bytes(of: pieces) }
+                try await awaitVerification(plan.file, attempt: attempt)
+                let now = withState { $0.contents[key]?.attempt ?? attempt }
+                if now == attempt { return try Self.bytes(of: pieces) }
+                // The pieces are of the damaged download, which was replaced: gather them again.
+                attempt = now
+                waits = []
             case .refetch(let tasks):
                 waits = tasks
             }

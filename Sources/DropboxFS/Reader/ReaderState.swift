@@ -78,7 +78,10 @@ struct ContentState {
     var arrived: UnitSet
     var arrivedPrefix = 0
     var verification: Verification
-    let verifier: ContentVerifier?
+    var verifier: ContentVerifier?
+    /// Bumped when a mismatch made the whole file be downloaded again (once: startOver); a read
+    /// planned under an older attempt holds bytes of the damaged download.
+    var attempt = 0
     /// Bytes from the start already fed to the verifier.
     var hashedUpTo: UInt64 = 0
     /// A task is feeding the verifier (or checking the disk entry); others wait in `waiters`.
@@ -107,6 +110,25 @@ struct ContentState {
     }
 
     var isIdle: Bool { handles == 0 && segments.isEmpty }
+
+    /// After a content_hash mismatch: forgets every byte and the hash state, so the file is
+    /// downloaded again from the start (once; a second mismatch fails the file). Returns the buffer
+    /// bytes released. Fetches still in flight find their segment gone and drop what they bring.
+    mutating func startOver() -> UInt64 {
+        var released: UInt64 = 0
+        for (id, segment) in segments {
+            let size = removeSegment(id)
+            if segment.bytes != nil { released += size }
+        }
+        owners = [:]
+        arrived = UnitSet(capacity: arrived.capacity)
+        arrivedPrefix = 0
+        hashedUpTo = 0
+        verifier = expectedHash.map { ContentVerifier(expected: $0) }
+        verification = verifier == nil ? .unverifiable : .pending
+        attempt += 1
+        return released
+    }
 
     func units(_ range: Range<UInt64>) -> Range<Int> {
         Int(range.lowerBound / unitSize)..<Int((range.upperBound + unitSize - 1) / unitSize)
@@ -248,6 +270,10 @@ struct ContentState {
 struct HandleState {
     var file: PinnedFile
     var stream: ReadStream
+    /// The content attempt (ContentState.attempt) of the first read of the handle's current pass
+    /// over a large file: a pass that began on a download later found damaged has served some of its
+    /// bytes, so its read reaching the end fails (FileReader.begin).
+    var passAttempt: Int?
 }
 
 struct ReaderState {
