@@ -47,6 +47,7 @@ extension DropboxHTTPClient {
         var timeouts = configuration.timeouts
         timeouts.total = total
         timeouts.stall = nil
+        timeouts.lowSpeed = nil  // the server stays silent on purpose
         let request = HTTPRequest(
             method: .post, url: endpoints.notifyRoute(route), headers: headers, body: try Self.json(arg),
             timeouts: timeouts)
@@ -69,9 +70,12 @@ extension DropboxHTTPClient {
             headers.add("Content-Type", "application/octet-stream")
             if let pathRoot = self.pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
             if let range { headers.add("Range", range.headerValue) }
+            // A part never holds more than it asked for (plus room for an error body): a 200 with
+            // the whole file to a ranged request must not take memory outside the reader's cap.
+            let cap = range.map { Int(min($0.length, UInt64(Int.max / 2))) + Self.downloadBodySlack }
             let request = HTTPRequest(
                 method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
-                timeouts: self.configuration.timeouts)
+                timeouts: self.configuration.downloadTimeouts(length: range?.length), maxBodyBytes: cap)
             let response = try await self.exchange(request, success: [200, 206])
             guard let resultHeader = response.headers["Dropbox-API-Result"] else {
                 throw .malformedResponse("\(route): the reply has no Dropbox-API-Result header")
@@ -81,6 +85,10 @@ extension DropboxHTTPClient {
             return DownloadResult(metadata: metadata, data: data)
         }
     }
+
+    /// Reply bytes a ranged download may hold beyond its length (an error body, a server that
+    /// sends the whole of a small file).
+    static let downloadBodySlack = 64 * 1024
 
     // MARK: tokens and pacing
 
@@ -114,7 +122,7 @@ extension DropboxHTTPClient {
         headers.add("Content-Type", "application/json")
         if let pathRoot = pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
         return HTTPRequest(
-            method: .post, url: endpoints.rpc(route), headers: headers, body: body, timeouts: configuration.timeouts)
+            method: .post, url: endpoints.rpc(route), headers: headers, body: body, timeouts: configuration.rpcTimeouts)
     }
 
     // MARK: JSON

@@ -13,6 +13,7 @@ extension DropboxHTTPClient {
         _ arg: ListFolderArg, each: (ListFolderResult) -> Bool
     ) async throws(DropboxError) -> String? {
         var raw = try await rawListingPage("files/list_folder", body: try Self.json(arg))
+        var bounds = ListingBounds()
         while true {
             var next = raw.head.flatMap { head in head.hasMore ? startContinue(head.cursor) : nil }
             let page: ListFolderResult
@@ -26,6 +27,12 @@ extension DropboxHTTPClient {
                 if raw.head != nil { Log.warning("list_folder: the reply's cursor was misread; continuing from the decoded one") }
                 next?.cancel()
                 next = page.hasMore ? startContinue(page.cursor) : nil
+            }
+            do {
+                try bounds.check(page)
+            } catch {
+                next?.cancel()
+                throw error
             }
             guard each(page) else {
                 next?.cancel()

@@ -4,8 +4,15 @@
 
 public final class DropboxHTTPClient: DropboxClient {
     public struct Configuration: Sendable {
-        /// Connect and stall limits of ordinary requests (no total limit: big downloads take time).
+        /// Connect, stall and low-speed limits of every request; the total is set per request
+        /// from the deadlines below.
         public var timeouts: HTTPTimeouts
+        /// The longest one attempt of an RPC may take, start to last byte.
+        public var rpcDeadline: Duration
+        /// One attempt of a download may take `downloadDeadline` plus its length at
+        /// `downloadMinimumRate` bytes per second (a 16 MiB part: 60 s + 256 s).
+        public var downloadDeadline: Duration
+        public var downloadMinimumRate: Int
         /// Added to a longpoll's `timeout`: Dropbox may answer up to 90 s late (jitter).
         public var longpollGrace: Duration
         /// The namespace RPC and download paths are relative to (sent as Dropbox-API-Path-Root).
@@ -13,11 +20,33 @@ public final class DropboxHTTPClient: DropboxClient {
         public var pathRoot: PathRoot
 
         public init(
-            timeouts: HTTPTimeouts = HTTPTimeouts(), longpollGrace: Duration = .seconds(90), pathRoot: PathRoot = .home
+            timeouts: HTTPTimeouts = HTTPTimeouts(), rpcDeadline: Duration = .seconds(120),
+            downloadDeadline: Duration = .seconds(60), downloadMinimumRate: Int = 64 * 1024,
+            longpollGrace: Duration = .seconds(90), pathRoot: PathRoot = .home
         ) {
             self.timeouts = timeouts
+            self.rpcDeadline = rpcDeadline
+            self.downloadDeadline = downloadDeadline
+            self.downloadMinimumRate = max(1, downloadMinimumRate)
             self.longpollGrace = longpollGrace
             self.pathRoot = pathRoot
+        }
+
+        /// The timeouts of one RPC attempt.
+        var rpcTimeouts: HTTPTimeouts {
+            var t = timeouts
+            t.total = rpcDeadline
+            return t
+        }
+
+        /// The timeouts of one download attempt of `length` bytes (nil: the whole file, whose size
+        /// is not known here: no total, the stall and low-speed limits still hold).
+        func downloadTimeouts(length: UInt64?) -> HTTPTimeouts {
+            var t = timeouts
+            guard let length else { return t }
+            let seconds = Double(length) / Double(downloadMinimumRate)
+            t.total = downloadDeadline + .milliseconds(Int64(min(seconds, 86_400) * 1000))
+            return t
         }
     }
 

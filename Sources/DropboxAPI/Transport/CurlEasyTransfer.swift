@@ -50,7 +50,8 @@ final class CurlEasyTransfer {
         guard let handle = curl_easy_init() else {
             return .failure(.transport(TransportError(kind: .other, message: "curl_easy_init failed")))
         }
-        let transfer = CurlEasyTransfer(item, handle: handle, maxBodyBytes: configuration.maxBodyBytes)
+        let cap = item.request.maxBodyBytes.map { min($0, configuration.maxBodyBytes) } ?? configuration.maxBodyBytes
+        let transfer = CurlEasyTransfer(item, handle: handle, maxBodyBytes: cap)
         if let failure = transfer.configure(item.request, configuration) {
             return .failure(
                 .transport(TransportError(kind: .other, message: "could not set up the request: \(failure)")))
@@ -80,6 +81,11 @@ final class CurlEasyTransfer {
             "connect timeout")
         if let total = request.timeouts.total {
             check(dbx_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(total)), "timeout")
+        }
+        if let lowSpeed = request.timeouts.lowSpeed {
+            check(dbx_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, max(1, lowSpeed.bytesPerSecond)), "low speed limit")
+            let seconds = max(1, Int(lowSpeed.window.components.seconds))
+            check(dbx_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds), "low speed time")
         }
         if let ca = configuration.caBundlePath {
             check(dbx_easy_setopt_str(handle, CURLOPT_CAINFO, ca), "cainfo")

@@ -60,12 +60,31 @@ public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral {
 public struct HTTPTimeouts: Sendable, Equatable {
     public var connect: Duration
     public var total: Duration?
+    /// No byte at all for this long ends the transfer.
     public var stall: Duration?
+    /// Fewer than `bytesPerSecond` on average over `window` ends the transfer: a server that
+    /// trickles a byte now and then never trips the stall limit.
+    public var lowSpeed: LowSpeedLimit?
 
-    public init(connect: Duration = .seconds(10), total: Duration? = nil, stall: Duration? = .seconds(30)) {
+    public init(
+        connect: Duration = .seconds(10), total: Duration? = nil, stall: Duration? = .seconds(30),
+        lowSpeed: LowSpeedLimit? = LowSpeedLimit()
+    ) {
         self.connect = connect
         self.total = total
         self.stall = stall
+        self.lowSpeed = lowSpeed
+    }
+}
+
+public struct LowSpeedLimit: Sendable, Equatable {
+    public var bytesPerSecond: Int
+    /// Whole seconds (libcurl's granularity), at least 1.
+    public var window: Duration
+
+    public init(bytesPerSecond: Int = 1024, window: Duration = .seconds(30)) {
+        self.bytesPerSecond = bytesPerSecond
+        self.window = window
     }
 }
 
@@ -75,16 +94,20 @@ public struct HTTPRequest: Sendable, Equatable {
     public var headers: HTTPHeaders
     public var body: [UInt8]
     public var timeouts: HTTPTimeouts
+    /// The most reply body bytes this request accepts (nil: the transport's own cap); a longer
+    /// reply fails as a transport error.
+    public var maxBodyBytes: Int?
 
     public init(
         method: HTTPMethod, url: String, headers: HTTPHeaders = [:], body: [UInt8] = [],
-        timeouts: HTTPTimeouts = HTTPTimeouts()
+        timeouts: HTTPTimeouts = HTTPTimeouts(), maxBodyBytes: Int? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeouts = timeouts
+        self.maxBodyBytes = maxBodyBytes
     }
 }
 

@@ -92,8 +92,10 @@ extension Filesystem {
     /// Applies every change batch since `cursor` and returns the newest cursor.
     func applyChanges(since cursor: String) async throws(DropboxError) -> String {
         var cursor = cursor
+        var bounds = ListingBounds()
         while true {
             let page = try await client.listFolderContinue(cursor: cursor)
+            try bounds.check(page)
             applyPage(page.entries, as: .changes)
             cursor = page.cursor
             state.withLock { $0.cursor = page.cursor }
