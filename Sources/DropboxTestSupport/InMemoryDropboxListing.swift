@@ -142,7 +142,7 @@ extension InMemoryDropboxStore {
 
     /// The key of the folder an API path names.
     func resolveFolder(_ path: String) -> Result<String, DropboxError> {
-        switch DropboxPath.parse(path) {
+        switch DropboxPath.parse(path, folding: folding) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .success("")
         case .success(.rev): return .failure(.lookup(.malformedPath))

@@ -1,7 +1,8 @@
 // The state of the in-memory Dropbox account: entries keyed by path_lower with a children index,
-// ids, every file revision ever stored, and the change journal that list_folder/continue replays.
-// It is a plain value; InMemoryDropbox keeps it in a Mutex and calls its mutating methods. All
-// lookups are dictionary lookups, so a tree of 100,000 entries lists in linear time.
+// ids, every file revision ever stored, the change journal that list_folder/continue replays, and
+// the adversarial modes with their seed and path folding. It is a plain value; InMemoryDropbox keeps
+// it in a Mutex and calls its mutating methods. All lookups are dictionary lookups, so a tree of
+// 100,000 entries lists in linear time.
 
 import DropboxAPI
 
@@ -55,6 +56,11 @@ struct InMemoryDropboxStore: Sendable {
 
     /// Whether deleting a folder also journals a `deleted` entry for each descendant.
     var reportsDeletedChildren = false
+    /// The adversarial modes on; every random choice they make derives from `adversarialSeed`.
+    var adversarial: AdversarialModes = []
+    var adversarialSeed: UInt64 = 1
+    /// How display paths fold into keys: the client's folding, or another with the `fold` mode.
+    var folding: PathFolding = .client
 
     private var nextId = 0
     private var nextRev = 0
@@ -89,6 +95,11 @@ struct InMemoryDropboxStore: Sendable {
         let firstSeq = headSeq - journal.count + 1
         guard seq + 1 >= firstSeq, seq <= headSeq else { return nil }
         return journal[(seq + 1 - firstSeq)...]
+    }
+
+    /// The key (path_lower) of a display path, in the store's folding.
+    func key(_ path: String) -> String {
+        folding.key(path)
     }
 
     func displayPath(of key: String) -> String {
