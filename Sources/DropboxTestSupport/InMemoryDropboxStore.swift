@@ -24,6 +24,21 @@ struct StoredEntry: Sendable {
     }
 }
 
+/// A list_folder listing of several pages, served page by page by continue.
+struct ListingSnapshot: Sendable {
+    /// The entries in the order served, repeats included.
+    var entries: [Metadata]
+    /// Where each page starts in `entries` when pages are irregular (adversarial modes); the
+    /// cursor's offset is then a page number. nil: every page but the last holds `limit` entries
+    /// and the cursor's offset is an entry offset.
+    var pageStarts: [Int]?
+
+    init(entries: [Metadata], pageStarts: [Int]? = nil) {
+        self.entries = entries
+        self.pageStarts = pageStarts
+    }
+}
+
 /// One stored revision of a file; old revisions stay downloadable with "rev:...".
 struct StoredRevision: Sendable {
     var metadata: FileMetadata
@@ -51,7 +66,7 @@ struct InMemoryDropboxStore: Sendable {
     var epoch = 0
     /// Listing snapshots by id: the entries of a list_folder call of several pages, served page by
     /// page; only the last `keptSnapshots` are kept.
-    var snapshots: [Int: [Metadata]] = [:]
+    var snapshots: [Int: ListingSnapshot] = [:]
     var nextSnapshot = 0
 
     /// Whether deleting a folder also journals a `deleted` entry for each descendant.
