@@ -132,6 +132,12 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         store.withLock { state in state.entries[state.builderKey(path)]?.content }?.allBytes
     }
 
+    /// Every live file and folder, each folder before its children (the root not included): the
+    /// account as it is, for comparing with what a client built from listings and changes.
+    public var entries: [Metadata] {
+        store.withLock { state in state.subtree("").dropFirst().compactMap { state.entries[$0]?.metadata } }
+    }
+
     /// The adversarial modes this account was made with.
     public var adversarial: AdversarialModes {
         store.withLock { $0.adversarial }
