@@ -2,7 +2,9 @@
 // network. It behaves like the service as dropbox-api.md describes: case-insensitive NFC path_lower
 // keys, stable ids, a new rev per change, paged listings with opaque cursors, deltas through
 // list_folder/continue, longpoll, ranged and per-revision downloads, and the service's errors.
-// Tests build the tree, change it between calls, and read the call counts afterwards.
+// Tests build the tree, change it between calls, and read the call counts afterwards. By default it
+// is orderly (parents first, sorted, full pages, the client's folding); AdversarialModes make it as
+// unkind as the contract allows, from a seed, so tests prove the client never depends on order.
 
 import DropboxAPI
 import Synchronization
@@ -28,16 +30,25 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         email: "test@example.com", accountType: "basic",
         rootInfo: RootInfo(tag: "user", rootNamespaceId: "1000", homeNamespaceId: "1000"))
 
-    /// - Parameter reportsDeletedChildren: when a folder is deleted or moved, also journal a
-    ///   `deleted` entry for each descendant (after the folder's own), the variant clients must
-    ///   handle too (dropbox-api.md §3).
+    /// - Parameters:
+    ///   - reportsDeletedChildren: when a folder is deleted or moved, also journal a `deleted` entry
+    ///     for each descendant (after the folder's own), the variant clients must handle too
+    ///     (dropbox-api.md §3).
+    ///   - adversarial: the unkind behaviours to turn on (none by default).
+    ///   - adversarialSeed: every random choice of those modes derives from it, so a failing seed
+    ///     replays.
     public init(
         account: FullAccount = InMemoryDropbox.defaultAccount,
         allocation: SpaceUsage.Allocation = .individual(allocated: 2_000_000_000_000),
-        reportsDeletedChildren: Bool = false
+        reportsDeletedChildren: Bool = false,
+        adversarial: AdversarialModes = [],
+        adversarialSeed: UInt64 = 1
     ) {
         var state = InMemoryDropboxStore()
         state.reportsDeletedChildren = reportsDeletedChildren
+        state.adversarial = adversarial
+        state.adversarialSeed = adversarialSeed
+        state.folding = adversarial.contains(.fold) ? .contextual : .client
         store = Mutex(state)
         bookkeeping = Mutex(Bookkeeping(account: account, allocation: allocation))
     }
@@ -119,6 +130,17 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
     /// The current bytes of the file at `path`, or nil when there is no file there.
     public func contents(of path: String) -> [UInt8]? {
         store.withLock { state in state.entries[state.builderKey(path)]?.content }?.allBytes
+    }
+
+    /// Every live file and folder, each folder before its children (the root not included): the
+    /// account as it is, for comparing with what a client built from listings and changes.
+    public var entries: [Metadata] {
+        store.withLock { state in state.subtree("").dropFirst().compactMap { state.entries[$0]?.metadata } }
+    }
+
+    /// The adversarial modes this account was made with.
+    public var adversarial: AdversarialModes {
+        store.withLock { $0.adversarial }
     }
 
     /// The number of live files and folders (the root not counted).

@@ -1,6 +1,8 @@
 // The in-memory Dropbox's list_folder cursor. Clients must treat cursors as opaque, so it is base64
 // of a small JSON record: the listing's scope and options, the journal position it has seen, and,
-// while a listing is still being paged, which snapshot and offset come next.
+// while a listing is still being paged, which snapshot and offset come next. In adversarial modes
+// change pages also carry a turn and the last entry served (absent otherwise, so default cursors
+// are unchanged).
 
 import Foundation
 
@@ -16,7 +18,13 @@ struct ListingCursor: Codable, Equatable {
     var seq: Int
     /// Set while pages of a list_folder snapshot remain.
     var snapshot: Int?
+    /// The next entry of the snapshot, or the next page when its pages are irregular.
     var offset: Int
+    /// Adversarial change pages: how many change pages this cursor's chain has served (so an empty
+    /// page with has_more leads to a different next page), and the journal sequence number of the
+    /// last change served (the candidate for a repeat).
+    var turn: Int?
+    var lastSeq: Int?
 
     var encoded: String {
         // Encoding a struct of strings, ints and bools cannot fail.

@@ -7,7 +7,7 @@ import DropboxAPI
 
 extension InMemoryDropboxStore {
     func getMetadata(path: String) -> Result<Metadata, DropboxError> {
-        switch DropboxPath.parse(path) {
+        switch DropboxPath.parse(path, folding: folding) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .failure(Self.rootUnsupported)
         case .success(.rev(let rev)):
@@ -38,7 +38,7 @@ extension InMemoryDropboxStore {
     /// The file revision a download path names: a stored revision, or the current one of a file.
     private func revision(at path: String) -> Result<StoredRevision, DropboxError> {
         let key: String
-        switch DropboxPath.parse(path) {
+        switch DropboxPath.parse(path, folding: folding) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .failure(Self.rootUnsupported)
         case .success(.rev(let rev)):

@@ -2,7 +2,9 @@
 // Dropbox (dropbox-api.md §2, §3). A list_folder call snapshots its entries (a folder always before
 // its children; a recursive listing of a non-root folder starts with the folder itself) and serves
 // them page by page; once has_more is false, continue replays the journal from the cursor's
-// position, filtered to the cursor's folder (direct children only when not recursive).
+// position, filtered to the cursor's folder (direct children only when not recursive). With
+// adversarial modes on, the listing and the change pages are laid out unkindly instead
+// (InMemoryDropboxAdversarial*.swift); with none, nothing here changes.
 
 import DropboxAPI
 
@@ -18,6 +20,7 @@ extension InMemoryDropboxStore {
         case .success(let cursor): start = cursor
         case .failure(let error): return .failure(error)
         }
+        if !adversarial.isDisjoint(with: Self.listingModes) { return .success(adversarialListing(start)) }
         var keys = start.recursive ? subtree(start.scope) : sortedChildren(of: start.scope)
         if start.recursive, start.scope.isEmpty { keys.removeFirst() }
         var listed = [Metadata]()
@@ -32,11 +35,11 @@ extension InMemoryDropboxStore {
             // Only a listing of several pages needs its snapshot kept for continue.
             let id = nextSnapshot
             nextSnapshot += 1
-            snapshots[id] = listed
+            snapshots[id] = ListingSnapshot(entries: listed)
             snapshots.removeValue(forKey: id - Self.keptSnapshots)
             cursor.snapshot = id
         }
-        return .success(page(of: listed, at: cursor))
+        return .success(page(of: ListingSnapshot(entries: listed), at: cursor))
     }
 
     func listFolderContinue(cursor text: String) -> Result<ListFolderResult, DropboxError> {
@@ -53,6 +56,9 @@ extension InMemoryDropboxStore {
             guard entry.isFolder else { return .failure(.lookup(.notFolder)) }
         }
         guard let changes = changes(after: cursor.seq) else { return .failure(.cursorReset) }
+        if !adversarial.isDisjoint(with: Self.changePageModes) {
+            return .success(adversarialChangePage(changes, cursor: cursor))
+        }
         var out = [Metadata]()
         var hasMore = false
         // Entries outside the scope are passed over too, so the cursor moves past them.
@@ -114,35 +120,47 @@ extension InMemoryDropboxStore {
 
     /// The page of a snapshot at `cursor.offset`; the last page hands back a cursor at the
     /// snapshot's journal position, from which continue reports changes.
-    private func page(of listed: [Metadata], at cursor: ListingCursor) -> ListFolderResult {
-        let start = min(cursor.offset, listed.count)
-        let end = min(start + cursor.limit, listed.count)
+    func page(of snapshot: ListingSnapshot, at cursor: ListingCursor) -> ListFolderResult {
+        let listed = snapshot.entries
+        let start: Int
+        let end: Int
+        let hasMore: Bool
         var next = cursor
-        if end < listed.count {
-            next.offset = end
+        if let starts = snapshot.pageStarts {
+            let index = min(cursor.offset, starts.count - 1)
+            hasMore = index + 1 < starts.count
+            start = starts[index]
+            end = hasMore ? starts[index + 1] : listed.count
+            next.offset = index + 1
         } else {
+            start = min(cursor.offset, listed.count)
+            end = min(start + cursor.limit, listed.count)
+            hasMore = end < listed.count
+            next.offset = end
+        }
+        if !hasMore {
             next.snapshot = nil
             next.offset = 0
         }
-        return ListFolderResult(entries: Array(listed[start..<end]), cursor: next.encoded, hasMore: end < listed.count)
+        return ListFolderResult(entries: Array(listed[start..<end]), cursor: next.encoded, hasMore: hasMore)
     }
 
     /// Whether continue on `cursor` reports `change`.
-    private static func belongs(_ change: Metadata, to cursor: ListingCursor) -> Bool {
+    static func belongs(_ change: Metadata, to cursor: ListingCursor) -> Bool {
         guard let key = change.pathLower else { return false }
         if cursor.hidesNonDownloadable, isNonDownloadable(change) { return false }
         if cursor.recursive { return DropboxPath.isWithin(key, cursor.scope) }
         return DropboxPath.parent(of: key) == cursor.scope
     }
 
-    private static func isNonDownloadable(_ metadata: Metadata) -> Bool {
+    static func isNonDownloadable(_ metadata: Metadata) -> Bool {
         if case .file(let file) = metadata { return !file.isDownloadable }
         return false
     }
 
     /// The key of the folder an API path names.
     func resolveFolder(_ path: String) -> Result<String, DropboxError> {
-        switch DropboxPath.parse(path) {
+        switch DropboxPath.parse(path, folding: folding) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .success("")
         case .success(.rev): return .failure(.lookup(.malformedPath))

@@ -1,8 +1,10 @@
 // How the in-memory Dropbox changes: adding, modifying, deleting and moving entries, each change
 // recorded in the journal the way list_folder/continue reports it (dropbox-api.md §3, "Delta
 // semantics"): `file` and `folder` for what now exists, `deleted` for a removed path and its
-// subtree, a move as `deleted` at the old path plus the new entries, parents first. Misuse (deleting
-// a missing path, moving onto an existing one) is a test bug and stops with a precondition.
+// subtree, a move as `deleted` at the old path plus the new entries, parents first (children first
+// with the `lateParents` mode). Replacing a file by a folder or a folder by a file journals only the
+// new entry, no `deleted` before it, as the contract allows. Misuse (deleting a missing path, moving
+// onto an existing one) is a test bug and stops with a precondition.
 
 import DropboxAPI
 
@@ -20,10 +22,10 @@ extension InMemoryDropboxStore {
     /// path_lower (whatever its case) keeps its id; a folder there is replaced with its subtree.
     mutating func addFile(_ path: String, _ new: NewFile) -> FileMetadata {
         let parts = DropboxPath.builderComponents(path)
-        let parentKey = ensureFolders(parts.dropLast())
+        let (parentKey, parents) = ensureFolders(parts.dropLast())
         let name = parts[parts.count - 1]
         let display = displayPath(of: parentKey) + "/" + name
-        let key = DropboxPath.key(display)
+        let key = self.key(display)
         let id: String
         if let existing = entries[key], let file = existing.file {
             id = file.id
@@ -40,7 +42,7 @@ extension InMemoryDropboxStore {
             isDownloadable: new.isDownloadable, symlinkTarget: new.symlinkTarget, exportAs: new.exportAs)
         insert(StoredEntry(metadata: .file(metadata), content: new.content), at: key, id: id)
         revisions[metadata.rev] = StoredRevision(metadata: metadata, content: new.content)
-        record(.file(metadata))
+        recordCreated(parents, then: [.file(metadata)])
         return metadata
     }
 
@@ -48,13 +50,15 @@ extension InMemoryDropboxStore {
     /// there is replaced.
     mutating func addFolder(_ path: String) -> FolderMetadata {
         let parts = DropboxPath.builderComponents(path)
-        let parentKey = ensureFolders(parts.dropLast())
+        let (parentKey, parents) = ensureFolders(parts.dropLast())
         let name = parts[parts.count - 1]
         let display = displayPath(of: parentKey) + "/" + name
-        let key = DropboxPath.key(display)
+        let key = self.key(display)
         if let existing = entries[key], case .folder(let folder) = existing.metadata { return folder }
         removeSubtree(key)
-        return createFolder(name: name, key: key, display: display)
+        let folder = createFolder(name: name, key: key, display: display)
+        recordCreated(parents, then: [.folder(folder)])
+        return folder
     }
 
     /// New bytes for an existing file: same id and path, new rev and server_modified.
@@ -101,63 +105,78 @@ extension InMemoryDropboxStore {
         precondition(!DropboxPath.isWithin(toKey, fromKey), "move: \(to) lies inside \(from)")
         let removed = removeSubtree(fromKey)
         recordDeletion(of: removed)
-        let parentKey = ensureFolders(toParts.dropLast())
+        let (parentKey, parents) = ensureFolders(toParts.dropLast())
         let newRootName = toParts[toParts.count - 1]
         let newRootDisplay = displayPath(of: parentKey) + "/" + newRootName
-        let newRootKey = DropboxPath.key(newRootDisplay)
+        let newRootKey = self.key(newRootDisplay)
+        var moved = [Metadata]()
+        moved.reserveCapacity(removed.count)
         for (index, entry) in removed.enumerated() {
             guard let oldKey = entry.metadata.pathLower, let oldDisplay = entry.metadata.pathDisplay else { continue }
             let key = newRootKey + Self.suffix(of: oldKey, after: fromKey)
             let display = newRootDisplay + Self.suffix(of: oldDisplay, after: oldRootDisplay)
             let name = index == 0 ? newRootName : entry.metadata.name
-            var moved = entry
+            var stored = entry
             switch entry.metadata {
             case .folder(var folder):
                 (folder.name, folder.pathLower, folder.pathDisplay) = (name, key, display)
-                moved.metadata = .folder(folder)
-                insert(moved, at: key, id: folder.id)
+                stored.metadata = .folder(folder)
+                insert(stored, at: key, id: folder.id)
             case .file(var file):
                 (file.name, file.pathLower, file.pathDisplay) = (name, key, display)
                 file.rev = makeRev()
-                moved.metadata = .file(file)
-                insert(moved, at: key, id: file.id)
+                stored.metadata = .file(file)
+                insert(stored, at: key, id: file.id)
                 if let content = entry.content {
                     revisions[file.rev] = StoredRevision(metadata: file, content: content)
                 }
             case .deleted:
                 continue
             }
-            record(moved.metadata)
+            moved.append(stored.metadata)
         }
+        recordCreated(parents, then: moved)
     }
 
     /// The key of a builder path, with repeated slashes collapsed.
     func builderKey(_ path: String) -> String {
-        DropboxPath.key("/" + DropboxPath.builderComponents(path).joined(separator: "/"))
+        self.key("/" + DropboxPath.builderComponents(path).joined(separator: "/"))
     }
 
     /// Makes sure each of `names` exists as a folder below the previous one, starting at the root;
-    /// returns the key of the last.
-    private mutating func ensureFolders(_ names: ArraySlice<String>) -> String {
-        var key = ""
+    /// returns the key of the last and the folders it had to create (not yet journalled).
+    private mutating func ensureFolders(_ names: ArraySlice<String>) -> (key: String, created: [Metadata]) {
+        var parentKey = ""
+        var created = [Metadata]()
         for name in names {
-            let display = displayPath(of: key) + "/" + name
-            let childKey = DropboxPath.key(display)
+            let display = displayPath(of: parentKey) + "/" + name
+            let childKey = self.key(display)
             if let existing = entries[childKey] {
                 precondition(existing.isFolder, "\(display) is a file, so it cannot hold entries")
             } else {
-                _ = createFolder(name: name, key: childKey, display: display)
+                created.append(.folder(createFolder(name: name, key: childKey, display: display)))
             }
-            key = childKey
+            parentKey = childKey
         }
-        return key
+        return (parentKey, created)
     }
 
+    /// Stores a new folder without journalling it.
     private mutating func createFolder(name: String, key: String, display: String) -> FolderMetadata {
         let folder = FolderMetadata(name: name, id: makeId(), pathLower: key, pathDisplay: display)
         insert(StoredEntry(metadata: .folder(folder), content: nil), at: key, id: folder.id)
-        record(.folder(folder))
         return folder
+    }
+
+    /// Journals a subtree that appeared at once: the missing parents a change created, then its own
+    /// entries (parents first); with `lateParents`, the same entries children first.
+    private mutating func recordCreated(_ parents: [Metadata], then own: [Metadata]) {
+        let all = parents + own
+        if adversarial.contains(.lateParents) {
+            for entry in all.reversed() { record(entry) }
+        } else {
+            for entry in all { record(entry) }
+        }
     }
 
     /// Journals the removal of a subtree (parents first): one `deleted` entry for its root, and one

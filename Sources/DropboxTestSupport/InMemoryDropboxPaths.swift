@@ -1,12 +1,14 @@
-// Path handling for the in-memory Dropbox: the path_lower key (lowercased, NFC), parent keys, and the
-// parsing of the path strings the API accepts ("" root, "/a/b", "id:...", "rev:..."). Every lookup
-// in the fake goes through these functions, so the fake is case-insensitive in one place.
+// Path handling for the in-memory Dropbox: the client's path_lower key (lowercased, NFC), parent keys,
+// and the parsing of the path strings the API accepts ("" root, "/a/b", "id:...", "rev:..."). Every
+// lookup in the fake goes through these functions and the store's PathFolding, so the fake is
+// case-insensitive in one place.
 
 import DropboxAPI
 import Foundation
 
 enum DropboxPath {
-    /// The path_lower form of a display path: lowercased, then NFC.
+    /// The path_lower form of a display path as the client folds it: lowercased, then NFC. The
+    /// store folds through its PathFolding, which is this unless the `fold` mode is on.
     static func key(_ path: String) -> String {
         let lowered = path.lowercased()
         if lowered.utf8.allSatisfy({ $0 < 0x80 }) { return lowered }
@@ -42,26 +44,27 @@ enum DropboxPath {
     /// An API path, parsed.
     enum Parsed: Equatable {
         case root
-        /// A path key (already lowercased and NFC).
+        /// A path key (already folded).
         case key(String)
         /// A whole "id:..." with an optional "/rest" below the identified folder (as a key).
         case id(String, rest: String)
         case rev(String)
     }
 
-    /// Parses a path argument as Dropbox does. "/" is rejected with 400, as the real service does;
-    /// repeated slashes are collapsed (rclone sends "//a"); anything else unrecognised is malformed.
-    static func parse(_ path: String) -> Result<Parsed, DropboxError> {
+    /// Parses a path argument as Dropbox does, folding path keys with `folding`. "/" is rejected with
+    /// 400, as the real service does; repeated slashes are collapsed (rclone sends "//a"); anything
+    /// else unrecognised is malformed.
+    static func parse(_ path: String, folding: PathFolding) -> Result<Parsed, DropboxError> {
         if path.isEmpty { return .success(.root) }
         if path == "/" { return .failure(.badRequest(message: "path: '/' is not a valid path; use \"\" for the root")) }
         if path.hasPrefix("id:") {
             guard let slash = path.firstIndex(of: "/") else { return .success(.id(path, rest: "")) }
             guard let rest = collapse(String(path[slash...])) else { return .failure(.lookup(.malformedPath)) }
-            return .success(.id(String(path[..<slash]), rest: key(rest)))
+            return .success(.id(String(path[..<slash]), rest: folding.key(rest)))
         }
         if path.hasPrefix("rev:") { return .success(.rev(String(path.dropFirst(4)))) }
         guard path.hasPrefix("/"), let collapsed = collapse(path) else { return .failure(.lookup(.malformedPath)) }
-        return .success(.key(key(collapsed)))
+        return .success(.key(folding.key(collapsed)))
     }
 
     /// "/a//b" -> "/a/b"; nil when a trailing slash or nothing but slashes remains.

@@ -1,7 +1,8 @@
 // The state of the in-memory Dropbox account: entries keyed by path_lower with a children index,
-// ids, every file revision ever stored, and the change journal that list_folder/continue replays.
-// It is a plain value; InMemoryDropbox keeps it in a Mutex and calls its mutating methods. All
-// lookups are dictionary lookups, so a tree of 100,000 entries lists in linear time.
+// ids, every file revision ever stored, the change journal that list_folder/continue replays, and
+// the adversarial modes with their seed and path folding. It is a plain value; InMemoryDropbox keeps
+// it in a Mutex and calls its mutating methods. All lookups are dictionary lookups, so a tree of
+// 100,000 entries lists in linear time.
 
 import DropboxAPI
 
@@ -20,6 +21,21 @@ struct StoredEntry: Sendable {
     var file: FileMetadata? {
         if case .file(let file) = metadata { return file }
         return nil
+    }
+}
+
+/// A list_folder listing of several pages, served page by page by continue.
+struct ListingSnapshot: Sendable {
+    /// The entries in the order served, repeats included.
+    var entries: [Metadata]
+    /// Where each page starts in `entries` when pages are irregular (adversarial modes); the
+    /// cursor's offset is then a page number. nil: every page but the last holds `limit` entries
+    /// and the cursor's offset is an entry offset.
+    var pageStarts: [Int]?
+
+    init(entries: [Metadata], pageStarts: [Int]? = nil) {
+        self.entries = entries
+        self.pageStarts = pageStarts
     }
 }
 
@@ -50,11 +66,16 @@ struct InMemoryDropboxStore: Sendable {
     var epoch = 0
     /// Listing snapshots by id: the entries of a list_folder call of several pages, served page by
     /// page; only the last `keptSnapshots` are kept.
-    var snapshots: [Int: [Metadata]] = [:]
+    var snapshots: [Int: ListingSnapshot] = [:]
     var nextSnapshot = 0
 
     /// Whether deleting a folder also journals a `deleted` entry for each descendant.
     var reportsDeletedChildren = false
+    /// The adversarial modes on; every random choice they make derives from `adversarialSeed`.
+    var adversarial: AdversarialModes = []
+    var adversarialSeed: UInt64 = 1
+    /// How display paths fold into keys: the client's folding, or another with the `fold` mode.
+    var folding: PathFolding = .client
 
     private var nextId = 0
     private var nextRev = 0
@@ -89,6 +110,11 @@ struct InMemoryDropboxStore: Sendable {
         let firstSeq = headSeq - journal.count + 1
         guard seq + 1 >= firstSeq, seq <= headSeq else { return nil }
         return journal[(seq + 1 - firstSeq)...]
+    }
+
+    /// The key (path_lower) of a display path, in the store's folding.
+    func key(_ path: String) -> String {
+        folding.key(path)
     }
 
     func displayPath(of key: String) -> String {
