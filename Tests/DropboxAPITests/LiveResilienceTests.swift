@@ -93,6 +93,28 @@ import Testing
         #expect(elapsed >= .seconds(1) && elapsed < .seconds(4))
     }
 
+    /// Without a stall limit, the RPC deadline still ends every attempt (each retried), so the
+    /// request fails within attempts × deadline instead of waiting for the server.
+    @Test func anRPCAttemptEndsAtItsDeadline() async throws {
+        let fake = try await FakeDropboxServer.start()
+        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, count: 0, stallSeconds: 30))
+        let client = DropboxHTTPClient(
+            endpoints: fake.endpoints, tokens: StaticTokenProvider(token: fake.token), transport: fake.transport,
+            pacer: Pacer(policy: RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(50), maxAttempts: 3)),
+            configuration: DropboxHTTPClient.Configuration(
+                timeouts: HTTPTimeouts(connect: .seconds(5), stall: nil, lowSpeed: nil), rpcDeadline: .seconds(1)))
+        let start = ContinuousClock.now
+        await #expect {
+            _ = try await client.getSpaceUsage()
+        } throws: { error in
+            guard case .transport(let t) = error as? DropboxError else { return false }
+            return t.kind == .timeout
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .seconds(3) && elapsed < .seconds(8), "\(elapsed)")
+        #expect(try await fake.stats().routes["users/get_space_usage"] == 3)
+    }
+
     @Test func stallThenSuccessOnRetry() async throws {
         let fake = try await FakeDropboxServer.start()
         try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, stallSeconds: 10))
