@@ -14,8 +14,8 @@ import time
 
 from .content import Source, content_hash_bytes
 from .cursors import BadCursor, Cursor
-from .httpio import (JSON_CT, Reply, error_reply, header_json, json_reply,
-                     lookup_error, route_error)
+from .httpio import (JSON_CT, Reply, entry_json, error_reply, header_json, json_reply,
+                     lookup_error, page_body, route_error)
 from .tree import fmt_time, id_str, key_of, rev_str
 
 _json_str = json.encoder.encode_basestring  # json.dumps(str, ensure_ascii=False)
@@ -186,26 +186,14 @@ def _page(st, cur):
                 elif kind == "md":
                     js = _entry_json(x)
                 else:
-                    k, pl, _ppl, pd, name, node = x
+                    k, pl, _ppl, pd, name, node = x[:6]
                     pd, pl = view.rel(pd, pl)
                     if k == "d":
                         js = _entry_json(tree.deleted_metadata(name, pd, pl))
                     else:
                         js = _entry_json(tree.metadata(node, pd=pd, pl=pl, name=name))
                 parts[i] = js
-    cursor = nxt.encode().encode("ascii")
-    more = b"true" if has_more else b"false"
-    try:
-        body = b"".join((b'{"entries": [', b", ".join(parts), b'], "cursor": "', cursor,
-                         b'", "has_more": ', more, b"}"))
-    except TypeError:
-        # A str part holds a lone surrogate (only --evil-names): like httpio.dumps,
-        # write the whole body with ASCII escapes.
-        text = '{"entries": [%s], "cursor": "%s", "has_more": %s}' % (
-            ", ".join(p if isinstance(p, str) else p.decode("utf-8") for p in parts),
-            cursor.decode("ascii"), more.decode("ascii"))
-        body = json.dumps(json.loads(text), ensure_ascii=True, separators=(", ", ": ")).encode("ascii")
-    return Reply(200, [("Content-Type", JSON_CT)], body)
+    return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
 
 
 _FILE_JSON = ('{".tag": "file", "name": %s, "path_lower": %s, "path_display": %s, '
@@ -229,14 +217,7 @@ def _node_json(tree, node, cache):
         return s
 
 
-def _entry_json(obj):
-    """One entry as httpio.dumps writes it: UTF-8 bytes, or str when it holds a
-    lone surrogate that UTF-8 cannot carry."""
-    s = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
-    try:
-        return s.encode("utf-8")
-    except UnicodeEncodeError:
-        return s
+_entry_json = entry_json
 
 
 def list_folder(st, req, arg):
