@@ -29,7 +29,7 @@ import collections
 import random
 
 from .httpio import entry_json
-from .tree import fold_path, id_str, key_of, rev_str
+from .tree import fold_path, id_str, rev_str
 
 MODES = ("shuffle", "late-parents", "pages", "repeat", "case-drift", "fold",
          "ghost-deletes", "replace")
