@@ -468,3 +468,23 @@ def test_large_listing_is_fast(start):
     dt = time.monotonic() - t0
     assert replica_of(pages).view() == tree_view(fd)
     assert dt < 4, "%.2f s for a 20,000-entry adversarial listing" % dt
+
+
+def test_evil_names_and_faults(start):
+    fd = start("--quiet", "--synthetic", "300", "--evil-names", "--adversarial", "all")
+    ids = {e["id"] for e in fd.tree()}
+    fd.add_fault("files/list_folder/continue", "500", count=2, after=1)
+    r = fd.rpc("files/list_folder", {"path": "", "recursive": True, "limit": 40})
+    out = r.json()
+    seen = {e["id"] for e in out["entries"] if "id" in e}
+    failures = 0
+    while out["has_more"]:
+        r = fd.rpc("files/list_folder/continue", {"cursor": out["cursor"]})
+        if r.status == 500:
+            failures += 1
+            continue  # the same cursor again: the same page
+        assert r.status == 200, r.text
+        out = r.json()
+        seen |= {e["id"] for e in out["entries"] if "id" in e}
+    assert failures == 2
+    assert ids <= seen  # every real entry (bogus ones have ids of no real entry)
