@@ -41,8 +41,16 @@ def parse_args(argv=None):
     p.add_argument("--team", action="store_true")
     p.add_argument("--fault", action="append", default=[], metavar="JSON",
                    help="install a fault rule at start (repeatable)")
+    p.add_argument("--adversarial", metavar="MODES", default="",
+                   help="comma-separated adversarial listing modes, or 'all' (see README)")
+    p.add_argument("--adversarial-seed", type=int, default=1, metavar="S")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
+    from .adversarial import ModeError, parse_modes
+    try:
+        parse_modes(a.adversarial)
+    except ModeError as e:
+        p.error(str(e))
     if bool(a.tls_cert) != bool(a.tls_key):
         p.error("--tls-cert and --tls-key go together")
     if a.make_certs and a.tls_cert:

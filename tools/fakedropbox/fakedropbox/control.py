@@ -9,6 +9,7 @@ import base64
 import json
 import urllib.parse
 
+from .adversarial import ModeError, modes_text, parse_modes
 from .content import Source
 from .faults import FaultError
 from .httpio import Reply, json_reply, text_reply
@@ -139,9 +140,22 @@ def config(st, obj):
         st.quota_used = obj["quota_used"]
     if "quota_allocated" in obj:
         st.quota_allocated = int(obj["quota_allocated"])
+    modes = seed = None
+    if "adversarial" in obj:
+        try:
+            modes = parse_modes(obj["adversarial"] or "")
+        except ModeError as e:
+            raise ControlError(400, str(e))
+    if "adversarial_seed" in obj:
+        seed = obj["adversarial_seed"]
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ControlError(400, "adversarial_seed must be an integer")
+    if modes is not None or seed is not None:
+        st.set_adversarial(modes, seed)
     return {"latency_ms": st.latency_ms, "bandwidth": st.bandwidth,
             "access_token_ttl": st.tokens.ttl, "longpoll_backoff": st.longpoll_backoff,
-            "quota_used": st.quota_used, "quota_allocated": st.quota_allocated}
+            "quota_used": st.quota_used, "quota_allocated": st.quota_allocated,
+            "adversarial": modes_text(st.adv.modes), "adversarial_seed": st.adv.seed}
 
 
 def handle(st, method, path, query_string, raw):

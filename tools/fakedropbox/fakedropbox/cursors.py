@@ -9,6 +9,11 @@ view the cursor was made in (None: the root view, the only one without
 --team; "h": the team member's home view, see team.py).  A root-view cursor
 encodes exactly as before views existed.
 Cursors of another server instance or an older epoch answer 409 reset.
+
+Adversarial mode (adversarial.py) adds phase "S" (serving page ``tidx`` of the
+listing snapshot ``snap``), uses ``tidx`` as a page counter in phase "J", and
+``rep``: the journal index of the entry to repeat at the start of the next
+page.  Cursors without these encode exactly as before.
 """
 
 import base64
@@ -21,20 +26,21 @@ class BadCursor(Exception):
 
 class Cursor:
     __slots__ = ("inst", "epoch", "scope", "recursive", "deleted", "nondl",
-                 "limit", "seq", "phase", "keypath", "tidx", "view")
+                 "limit", "seq", "phase", "keypath", "tidx", "view", "snap", "rep")
 
     def __init__(self, inst, epoch, scope, recursive, deleted, nondl, limit, seq,
-                 phase="J", keypath=None, tidx=0, view=None):
+                 phase="J", keypath=None, tidx=0, view=None, snap=None, rep=None):
         self.inst, self.epoch, self.scope = inst, epoch, scope
         self.recursive, self.deleted, self.nondl = recursive, deleted, nondl
         self.limit, self.seq, self.phase = limit, seq, phase
         self.keypath, self.tidx = keypath, tidx
         self.view = view
+        self.snap, self.rep = snap, rep
 
     def copy(self, **kw):
         c = Cursor(self.inst, self.epoch, self.scope, self.recursive, self.deleted,
                    self.nondl, self.limit, self.seq, self.phase, self.keypath, self.tidx,
-                   self.view)
+                   self.view, self.snap, self.rep)
         for k, v in kw.items():
             setattr(c, k, v)
         return c
@@ -43,7 +49,9 @@ class Cursor:
         payload = [1, self.inst, self.epoch, self.scope, int(self.recursive),
                    int(self.deleted), int(self.nondl), self.limit, self.seq,
                    self.phase, self.keypath, self.tidx]
-        if self.view is not None:
+        if self.snap is not None or self.rep is not None:
+            payload += [self.view, self.snap, self.rep]
+        elif self.view is not None:
             payload.append(self.view)
         raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode()
         return "AAF" + base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -56,19 +64,25 @@ class Cursor:
             body = s[3:]
             raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
             p = json.loads(raw.decode())
-            if not isinstance(p, list) or len(p) not in (12, 13) or p[0] != 1:
+            if not isinstance(p, list) or len(p) not in (12, 13, 15) or p[0] != 1:
                 raise ValueError
+            snap = rep = None
+            if len(p) == 15:
+                rep, snap = p.pop(), p.pop()
+                if not all(x is None or (isinstance(x, int) and not isinstance(x, bool))
+                           for x in (snap, rep)):
+                    raise ValueError
             view = p.pop() if len(p) == 13 else None
             if view not in (None, "h"):
                 raise ValueError
             (_, inst, epoch, scope, rec, dele, nondl, limit, seq, phase, kp, tidx) = p
-            if phase not in ("L", "T", "J") or not isinstance(scope, str) \
+            if phase not in ("L", "T", "J", "S") or not isinstance(scope, str) \
                     or not isinstance(seq, int) or not isinstance(limit, int):
                 raise ValueError
             if kp is not None and not (isinstance(kp, list) and all(isinstance(k, str) for k in kp)):
                 raise ValueError
             return cls(inst, epoch, scope, bool(rec), bool(dele), bool(nondl), limit,
-                       seq, phase, kp, tidx, view)
+                       seq, phase, kp, tidx, view, snap, rep)
         except BadCursor:
             raise
         except Exception:

@@ -39,6 +39,33 @@ def dumps(obj):
         return json.dumps(obj, ensure_ascii=True, separators=(", ", ": ")).encode("ascii")
 
 
+def entry_json(obj):
+    """One listing entry as dumps writes it inside a page: UTF-8 bytes, or str
+    when it holds a lone surrogate that UTF-8 cannot carry (see page_body)."""
+    s = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s
+
+
+def page_body(parts, cursor, has_more):
+    """A ListFolderResult body from rendered entries (entry_json parts), byte
+    for byte what dumps of the whole object gives."""
+    cursor = cursor.encode("ascii")
+    more = b"true" if has_more else b"false"
+    try:
+        return b"".join((b'{"entries": [', b", ".join(parts), b'], "cursor": "', cursor,
+                         b'", "has_more": ', more, b"}"))
+    except TypeError:
+        # A str part holds a lone surrogate (only --evil-names): like dumps,
+        # write the whole body with ASCII escapes.
+        text = '{"entries": [%s], "cursor": "%s", "has_more": %s}' % (
+            ", ".join(p if isinstance(p, str) else p.decode("utf-8") for p in parts),
+            cursor.decode("ascii"), more.decode("ascii"))
+        return json.dumps(json.loads(text), ensure_ascii=True, separators=(", ", ": ")).encode("ascii")
+
+
 def header_json(obj):
     """JSON for an HTTP header: ASCII only (non-ASCII as \\uXXXX escapes)."""
     return json.dumps(obj, ensure_ascii=True, separators=(", ", ": "))

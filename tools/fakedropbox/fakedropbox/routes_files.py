@@ -9,13 +9,15 @@ made in.
 """
 
 import json
+import random
 import re
 import time
 
+from . import adversarial
 from .content import Source, content_hash_bytes
 from .cursors import BadCursor, Cursor
-from .httpio import (JSON_CT, Reply, error_reply, header_json, json_reply,
-                     lookup_error, route_error)
+from .httpio import (JSON_CT, Reply, entry_json, error_reply, header_json, json_reply,
+                     lookup_error, page_body, route_error)
 from .tree import fmt_time, id_str, key_of, rev_str
 
 _json_str = json.encoder.encode_basestring  # json.dumps(str, ensure_ascii=False)
@@ -111,6 +113,18 @@ def _page(st, cur):
         bad = _scope_error(tree, scope, err)
         if bad is not None:
             return bad
+        if cur.phase == "S":
+            got = adversarial.snapshot_page(st, cur)
+            if got is None:
+                return route_error({".tag": "reset"})  # snapshot evicted
+            parts, nxt, has_more = got
+            return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
+        if cur.phase == "J" and st.adv.modes:
+            def visible(ev):
+                return tree.in_scope(ev[1], ev[2], cur.scope, cur.recursive) and \
+                    not (ev[0] == "u" and not cur.nondl and _is_nondl(ev[5]))
+            events, nxt, has_more = adversarial.journal_page(st, cur, visible)
+            return _adversarial_journal_reply(st, view, cur, events, nxt, has_more)
         limit = cur.limit
         nxt = cur
         has_more = False
@@ -186,26 +200,37 @@ def _page(st, cur):
                 elif kind == "md":
                     js = _entry_json(x)
                 else:
-                    k, pl, _ppl, pd, name, node = x
+                    k, pl, _ppl, pd, name, node = x[:6]
                     pd, pl = view.rel(pd, pl)
                     if k == "d":
                         js = _entry_json(tree.deleted_metadata(name, pd, pl))
                     else:
                         js = _entry_json(tree.metadata(node, pd=pd, pl=pl, name=name))
                 parts[i] = js
-    cursor = nxt.encode().encode("ascii")
-    more = b"true" if has_more else b"false"
-    try:
-        body = b"".join((b'{"entries": [', b", ".join(parts), b'], "cursor": "', cursor,
-                         b'", "has_more": ', more, b"}"))
-    except TypeError:
-        # A str part holds a lone surrogate (only --evil-names): like httpio.dumps,
-        # write the whole body with ASCII escapes.
-        text = '{"entries": [%s], "cursor": "%s", "has_more": %s}' % (
-            ", ".join(p if isinstance(p, str) else p.decode("utf-8") for p in parts),
-            cursor.decode("ascii"), more.decode("ascii"))
-        body = json.dumps(json.loads(text), ensure_ascii=True, separators=(", ", ": ")).encode("ascii")
-    return Reply(200, [("Content-Type", JSON_CT)], body)
+    return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
+
+
+def _adversarial_journal_reply(st, view, cur, events, nxt, has_more):
+    """Render a delta page chosen by adversarial.journal_page.  Lock held
+    (missing hashes are computed under it: delta pages are short)."""
+    tree = st.tree
+    nodes = [ev[5] for ev in events if ev[0] == "u"]
+    if nodes:
+        tree.ensure_hashes(nodes)
+    rng = random.Random("R|%d|%s|%d|%d" % (st.adv.seed, cur.scope, cur.seq, cur.tidx))
+    parts = []
+    for ev in events:
+        if ev[0] == "ghost":
+            md = ev[1]
+        else:
+            k, pl, _ppl, pd, name, node = ev[:6]
+            pd, pl = view.rel(pd, pl)
+            if k == "d":
+                md = tree.deleted_metadata(name, pd, pl)
+            else:
+                md = tree.metadata(node, pd=pd, pl=pl, name=name)
+        parts.append(st.adv.render(md, rng))
+    return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
 
 
 _FILE_JSON = ('{".tag": "file", "name": %s, "path_lower": %s, "path_display": %s, '
@@ -229,14 +254,7 @@ def _node_json(tree, node, cache):
         return s
 
 
-def _entry_json(obj):
-    """One entry as httpio.dumps writes it: UTF-8 bytes, or str when it holds a
-    lone surrogate that UTF-8 cannot carry."""
-    s = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
-    try:
-        return s.encode("utf-8")
-    except UnicodeEncodeError:
-        return s
+_entry_json = entry_json
 
 
 def list_folder(st, req, arg):
@@ -252,6 +270,12 @@ def list_folder(st, req, arg):
         cur = Cursor(st.instance, tree.epoch, scope_pl, recursive, include_deleted,
                      nondl, limit, len(tree.journal), phase="L", keypath=None,
                      view=view.tag)
+    if st.adv.modes:
+        got = adversarial.list_folder(st, cur, route_error, _scope_error)
+        if isinstance(got, Reply):
+            return got
+        parts, nxt, has_more = got
+        return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
     return _page(st, cur)
 
 
@@ -352,7 +376,7 @@ def get_metadata(st, req, arg):
                 t = tree.tombstones.get(pl)
                 if t is not None:
                     pd, pl = view.rel(t[1], pl)
-                    return json_reply(tree.deleted_metadata(t[0], pd, pl))
+                    return json_reply(st.adv.fix_md(tree.deleted_metadata(t[0], pd, pl)))
             return lookup_error(obj)
         if kind != "old" and obj is view.base:
             raise ArgError("path: The root folder is unsupported.")
@@ -361,15 +385,15 @@ def get_metadata(st, req, arg):
         if obj.hash is None and not (obj.extra and "export_as" in obj.extra):
             obj.hash = obj.source.content_hash()  # outside the lock: may be large
         with tree.lock:
-            return json_reply(view.fix(tree.old_metadata(obj)))
+            return json_reply(st.adv.fix_md(view.fix(tree.old_metadata(obj))))
     tree.ensure_hashes([node])
     with tree.lock:
         if path.startswith("rev:"):
             pd, pl = view.rel(*tree.paths(node))
-            return json_reply(tree.file_metadata(
+            return json_reply(st.adv.fix_md(tree.file_metadata(
                 node.num, node.name, pd, pl, tree.rev_of(node), node.size,
-                tree.mtime_of(node), node.hash, node.extra, with_symlink=False))
-        return json_reply(view.fix(tree.metadata(node)))
+                tree.mtime_of(node), node.hash, node.extra, with_symlink=False)))
+        return json_reply(st.adv.fix_md(view.fix(tree.metadata(node))))
 
 
 # ---- download / export ------------------------------------------------------------
@@ -428,7 +452,7 @@ def _file_for_download(st, view, path, route):
             o.hash = o.source.content_hash()
         md = view.fix(tree.old_metadata(o))
         src = o.source
-    return md, src, extra
+    return st.adv.fix_md(md), src, extra
 
 
 def download(st, req, arg):

@@ -12,6 +12,7 @@ import secrets
 import threading
 import time
 
+from .adversarial import Adversary, parse_modes
 from .faults import FaultSet
 from .oauth import TokenStore
 from .team import View
@@ -39,12 +40,25 @@ class State:
         self.tokens = TokenStore(args.token or ["test-token"], args.app_key,
                                  args.access_token_ttl, self.account_id, self.uid)
         self.faults = FaultSet()
+        # Adversarial listing modes (adversarial.py); off unless configured.
+        self.adv = Adversary()
+        self.set_adversarial(parse_modes(getattr(args, "adversarial", None)),
+                             getattr(args, "adversarial_seed", 1))
         self.quiet = args.quiet
         self.stats_lock = threading.Lock()
         self.total = 0
         self.routes = collections.Counter()
         self.bytes_sent = 0
         self.log = collections.deque(maxlen=1000)
+
+    def set_adversarial(self, modes=None, seed=None):
+        """Change the adversarial modes and/or seed (None: keep)."""
+        with self.tree.lock:
+            if modes is not None:
+                self.adv.modes = frozenset(modes)
+                self.tree.fold_lookup = "fold" in self.adv.modes
+            if seed is not None:
+                self.adv.seed = int(seed)
 
     def view_of(self, tag):
         """The View a cursor's recorded view tag names."""

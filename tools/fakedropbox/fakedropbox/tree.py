@@ -27,6 +27,16 @@ def key_of(name):
     return unicodedata.normalize("NFC", name).lower()
 
 
+def fold_path(text):
+    """The folding of adversarial mode "fold" (see adversarial.py): NFC, then
+    str.lower() of the whole string (Greek final sigma in context), then
+    ß -> ss, ﬁ -> fi, ﬂ -> fl, i + U+0307 -> i.  Differs on purpose from a
+    per-scalar lower-casing; key_of stays the fake's own key."""
+    s = unicodedata.normalize("NFC", text).lower()
+    return s.replace("\u00df", "ss").replace("\ufb01", "fi").replace("\ufb02", "fl") \
+            .replace("i\u0307", "i")
+
+
 def fmt_time(t):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
@@ -113,7 +123,11 @@ class Tree:
         self.live_revs = {}               # revnum -> Node, for dynamic revs
         self.old_revs = {}                # revnum -> OldRev
         self.tombstones = {}              # path_lower -> (name, path_display)
-        self.journal = []                 # (kind 'u'|'d', pl, parent_pl, pd, name, node)
+        # (kind 'u'|'d', pl, parent_pl, pd, name, node, batch, was_folder):
+        # node is None for 'd'; batch numbers the control call that logged the
+        # event; was_folder tells what a 'd' removed (adversarial.py uses both).
+        self.journal = []
+        self.batch = 0
         self.epoch = 0                    # bumped by reset_cursors
         self.base_time = 1420070400      # 2015-01-01, synthetic mtimes start here
         self.time_span = 8 * 365 * 86400
@@ -127,6 +141,9 @@ class Tree:
         # deleted, moved or replaced.  None without --team.
         self.home = None
         self.shared = False  # some folder is a shared (team) folder: entries carry sharing_info
+        # Adversarial mode "fold": a path component that misses its key also
+        # matches a child whose fold_path equals the component's.
+        self.fold_lookup = False
 
     def invalidate_json(self):
         """Forget every cached entry rendering.  Call on any tree mutation."""
@@ -310,10 +327,20 @@ class Tree:
             if node.children is None:
                 return None, "not_folder"
             child = node.children.get(key_of(comp))
+            if child is None and self.fold_lookup:
+                child = self._fold_match(node, comp)
             if child is None:
                 return None, "not_found"
             node = child
         return node, None
+
+    def _fold_match(self, folder, comp):
+        want = fold_path(comp)
+        for k in self.sorted_keys(folder):
+            child = folder.children[k]
+            if fold_path(child.name) == want:
+                return child
+        return None
 
     def resolve(self, path, root_ns, home_ns, base=None):
         """Resolve an API path ('', '/a', 'id:..[/x]', 'ns:N[/x]') to (node, err).
@@ -425,8 +452,9 @@ class Tree:
             return scope_pl == "" or pl == scope_pl or pl.startswith(scope_pl + "/")
         return parent_pl == scope_pl
 
-    def _log(self, kind, node, pd, pl, name):
-        self.journal.append((kind, pl, pl.rpartition("/")[0], pd, name, node))
+    def _log(self, kind, node, pd, pl, name, was_folder=False):
+        self.journal.append((kind, pl, pl.rpartition("/")[0], pd, name, node,
+                             self.batch, was_folder))
 
     def _log_subtree(self, node, cache):
         """Journal upserts for node and (pre-order) its descendants."""
@@ -495,6 +523,7 @@ class Tree:
     def put_file(self, path, content, size, digest, extra=None, mtime=None):
         """Create or overwrite a file (mkdir -p of parents).  Lock held by caller."""
         self.invalidate_json()
+        self.batch += 1
         comps = self.split_path(path)
         parent = self._mkdirs(comps[:-1])
         name = comps[-1]
@@ -523,6 +552,7 @@ class Tree:
 
     def mkdir(self, path):
         self.invalidate_json()
+        self.batch += 1
         node = self._mkdirs(self.split_path(path))
         self.changed.notify_all()
         return node
@@ -534,11 +564,12 @@ class Tree:
         if node is self.home:
             raise TreeError("the member's home folder cannot be deleted or replaced: " + path)
         self.invalidate_json()
+        self.batch += 1
         cache = {}
         pd, pl = self.paths(node, cache)
         self._forget_subtree(node, cache)
         self._detach(node)
-        self._log("d", None, pd, pl, node.name)
+        self._log("d", None, pd, pl, node.name, node.children is not None)
         self.changed.notify_all()
         return self.deleted_metadata(node.name, pd, pl)
 
@@ -567,8 +598,9 @@ class Tree:
                 raise TreeError("a file is in the way: " + self.paths(probe)[0])
         if probe is not None and key_of(comps[-1]) in probe.children:
             raise TreeError("destination exists: " + dst)
+        self.batch += 1
         self._detach(node)
-        self._log("d", None, old_pd, old_pl, node.name)
+        self._log("d", None, old_pd, old_pl, node.name, node.children is not None)
         new_parent = self._mkdirs(comps[:-1])
         self.tombstones[old_pl] = (node.name, old_pd)
         node.name = comps[-1]
