@@ -50,7 +50,9 @@ private func jsonObject(_ bytes: [UInt8]) throws -> [String: Any] {
         #expect(body["include_deleted"] as? Bool == false)
         #expect(body["include_mounted_folders"] as? Bool == true)
         #expect(body["include_non_downloadable_files"] as? Bool == true)
-        #expect(request.timeouts.stall != nil && request.timeouts.total == nil)
+        // Stall and low-speed limits, and the RPC deadline (ServerLimits, docs/SEMANTICS.md "Bounds").
+        #expect(request.timeouts.stall != nil && request.timeouts.lowSpeed != nil)
+        #expect(request.timeouts.total == .seconds(120))
     }
 
     @Test func rpcContinueCursorMetadataAndLatestCursor() async throws {
