@@ -2,6 +2,7 @@
 // through the root folder's `user.dropboxfs.status` extended attribute).
 
 import DropboxAPI
+import Foundation
 
 public struct SyncProgress: Sendable, Equatable {
     public enum Phase: String, Sendable {
@@ -43,7 +44,10 @@ public struct SyncProgress: Sendable, Equatable {
         parts.append("resets=\(resets)")
         if fillFailures > 0 {
             parts.append("fill_failures=\(fillFailures)")
-            if let lastFailure { parts.append("last_failure=\(Log.quoted(lastFailure))") }
+            // One word, like every value of the line (parsers split it on spaces).
+            if let lastFailure {
+                parts.append("last_failure=" + Log.escaped(lastFailure).replacingOccurrences(of: " ", with: "_"))
+            }
         }
         if madeFolders > 0 { parts.append("made_folders=\(madeFolders)") }
         return parts.joined(separator: " ")

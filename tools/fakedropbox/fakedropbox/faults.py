@@ -10,8 +10,12 @@ that fires wins.  Own lock: ``FaultSet.lock``.
 import threading
 
 KINDS = ("429json", "429text", "500", "503", "reset", "stall", "truncate",
-         "malformed_json", "expired_token")
-PARAMS = {"retry_after", "stall_seconds", "truncate_at", "close"}
+         "malformed_json", "expired_token",
+         # hostile servers (absurd or damaged replies; see README "Fault rules")
+         "502html", "504html", "flip", "stall_body", "drip", "whole_200", "huge_size",
+         "stuck_cursor")
+PARAMS = {"retry_after", "stall_seconds", "truncate_at", "close", "flip_at", "drip_bytes",
+          "drip_seconds"}
 
 
 class FaultError(ValueError):
@@ -38,7 +42,7 @@ class Rule:
         except (TypeError, ValueError):
             raise FaultError("count and after must be integers")
         self.params = {k: spec[k] for k in PARAMS if k in spec}
-        for k in ("retry_after", "stall_seconds", "truncate_at"):
+        for k in ("retry_after", "stall_seconds", "truncate_at", "flip_at", "drip_bytes", "drip_seconds"):
             if k in self.params and not isinstance(self.params[k], (int, float)):
                 raise FaultError("%s must be a number" % k)
         self.seen = 0

@@ -21,7 +21,7 @@ import time
 import urllib.parse
 
 from . import control, routes_files, routes_users
-from .httpio import (Reply, auth_error, bad_request, error_reply,
+from .httpio import (Reply, auth_error, bad_request, error_reply, json_reply,
                      rate_limited_json, rate_limited_text, text_reply)
 from .routes_files import ArgError
 from .team import HOME_PATH
@@ -257,7 +257,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise Abort()
         if st.latency_ms:
             time.sleep(st.latency_ms / 1000.0)
-        retry = int(math.ceil(rule.params.get("retry_after", 1))) if rule else 1
+        retry_after = rule.params.get("retry_after", 1) if rule else 1
+        retry = int(math.ceil(retry_after)) if retry_after < 1e15 else retry_after
         if kind == "429json":
             reply = rate_limited_json(retry)
         elif kind == "429text":
@@ -269,12 +270,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                [("Retry-After", str(retry))] if "retry_after" in rule.params else [])
         elif kind == "expired_token":
             reply = auth_error("expired_access_token")
+        elif kind in ("502html", "504html"):
+            status = 502 if kind == "502html" else 504
+            reply = Reply(status, [("Content-Type", "text/html; charset=utf-8")],
+                          b"<html><body><h1>%d Bad Gateway</h1></body></html>" % status)
         else:
+            if kind == "whole_200" and "Range" in self.headers:
+                del self.headers["Range"]  # answer a ranged request with the whole file
+                req.headers = self.headers
             reply = self.api_reply(st, req, route, url, body)
             if kind == "malformed_json":
                 reply = _break_json(reply)
             elif kind == "truncate":
                 truncate_at = int(rule.params.get("truncate_at", reply.length // 2 if reply.length else 0))
+            elif kind == "flip":
+                reply = _flip_byte(reply, rule.params.get("flip_at"))
+            elif kind == "huge_size":
+                reply = _huge_size(reply)
+            elif kind == "stuck_cursor" and route == "files/list_folder/continue":
+                cursor = json.loads(body or b"{}").get("cursor", "")
+                reply = json_reply({"entries": [], "cursor": cursor, "has_more": True})
+            elif kind in ("stall_body", "drip"):
+                reply = _slow_body(reply, kind, rule.params)
         n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth)
         st.add_bytes(n)
         st.record(route, self.command, reply.status, rng, req.has_auth, kind)
@@ -400,6 +417,50 @@ def _break_json(reply):
     body = reply.body if reply.stream is None else b""
     broken = body[:max(1, len(body) // 2)] if len(body) > 1 else b"{"
     r = Reply(reply.status, reply.headers, broken)
+    return r
+
+
+def _body_bytes(reply):
+    return reply.body if reply.stream is None else b"".join(bytes(c) for c in reply.stream)
+
+
+def _flip_byte(reply, at):
+    """flip fault: one byte of the body inverted, the length unchanged (bytes damaged on the way)."""
+    body = bytearray(_body_bytes(reply))
+    if body:
+        i = int(at) if at is not None and 0 <= int(at) < len(body) else len(body) // 2
+        body[i] ^= 0xFF
+    return Reply(reply.status, reply.headers, bytes(body))
+
+
+def _huge_size(reply):
+    """huge_size fault: every file entry's "size" in a JSON reply becomes 2^64 - 1."""
+    body = _body_bytes(reply)
+    return Reply(reply.status, reply.headers,
+                 re.sub(rb'"size": ?[0-9]+', b'"size": 18446744073709551615', body))
+
+
+def _slow_body(reply, kind, params):
+    """stall_body: half the body (or truncate_at bytes), a pause of stall_seconds, the rest;
+    drip: drip_bytes every drip_seconds (default 1 byte a second), below any sane speed."""
+    body = _body_bytes(reply)
+
+    def stream():
+        if kind == "stall_body":
+            cut = int(params.get("truncate_at", len(body) // 2))
+            yield body[:cut]
+            time.sleep(float(params.get("stall_seconds", 5)))
+            yield body[cut:]
+        else:
+            step = max(1, int(params.get("drip_bytes", 1)))
+            pause = float(params.get("drip_seconds", 1))
+            for i in range(0, len(body), step):
+                yield body[i:i + step]
+                time.sleep(pause)
+
+    r = Reply(reply.status, reply.headers, b"")
+    r.stream = stream()
+    r.length = len(body)
     return r
 
 

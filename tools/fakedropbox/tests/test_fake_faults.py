@@ -167,3 +167,70 @@ def test_latency_and_bandwidth(fd):
     t0 = time.monotonic()
     fd.download("/b.bin")
     assert time.monotonic() - t0 < 0.5
+
+
+# ---- hostile servers -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind,status", [("502html", 502), ("504html", 504)])
+def test_gateway_errors_with_html(fd, kind, status):
+    fd.add_fault("files/list_folder", kind)
+    r = fd.rpc("files/list_folder", {"path": ""})
+    assert r.status == status
+    assert r.headers["content-type"].startswith("text/html") and b"<html>" in r.body
+
+
+def test_flip_damages_one_byte_keeping_the_length(fd):
+    data = bytes(range(256)) * 40
+    fd.add_file("/f.bin", data)
+    fd.add_fault("files/download", "flip", flip_at=1000)
+    r = fd.download("/f.bin")
+    assert r.status == 200 and len(r.body) == len(data)
+    assert [i for i in range(len(data)) if r.body[i] != data[i]] == [1000]
+    assert fd.download("/f.bin").body == data  # count defaults to 1
+
+
+def test_whole_200_ignores_the_range(fd):
+    data = b"0123456789" * 1000
+    fd.add_file("/w.bin", data)
+    fd.add_fault("files/download", "whole_200")
+    r = fd.download("/w.bin", range="bytes=10-19")
+    assert r.status == 200 and r.body == data
+    assert fd.download("/w.bin", range="bytes=10-19").status == 206
+
+
+def test_huge_size_in_listings(fd):
+    fd.add_file("/big.bin", b"x")
+    fd.add_fault("files/list_folder", "huge_size")
+    r = fd.rpc("files/list_folder", {"path": ""})
+    assert r.status == 200
+    assert b'"size": 18446744073709551615' in r.body
+
+
+def test_stuck_cursor(fd):
+    for i in range(3):
+        fd.add_file(f"/s{i}", b"x")
+    page = fd.rpc("files/list_folder", {"path": "", "limit": 1}).json()
+    fd.add_fault("files/list_folder/continue", "stuck_cursor", count=0)
+    for _ in range(3):
+        r = fd.rpc("files/list_folder/continue", {"cursor": page["cursor"]}).json()
+        assert r == {"entries": [], "cursor": page["cursor"], "has_more": True}
+
+
+def test_drip_and_stall_body_are_slow_but_whole(fd):
+    data = b"abcdefgh"
+    fd.add_file("/d.bin", data)
+    fd.add_fault("files/download", "drip", drip_bytes=2, drip_seconds=0.2)
+    start = time.monotonic()
+    r = fd.download("/d.bin")
+    assert r.body == data and time.monotonic() - start >= 0.6
+    fd.add_fault("files/download", "stall_body", stall_seconds=0.5)
+    start = time.monotonic()
+    r = fd.download("/d.bin")
+    assert r.body == data and time.monotonic() - start >= 0.5
+
+
+def test_absurd_retry_after_is_sent_as_is(fd):
+    fd.add_fault("files/list_folder", "429json", retry_after=1e10)
+    r = fd.rpc("files/list_folder", {"path": ""})
+    assert r.status == 429 and r.json()["error"]["retry_after"] == 10_000_000_000
+    assert r.headers["retry-after"] == "10000000000"

@@ -1,0 +1,100 @@
+"""A server as hostile as a broken proxy or a buggy Dropbox can be: damaged bytes, whole files
+answered to ranged requests, absurd sizes, a cursor that never advances, gateway errors in HTML.
+Each case ends with exact bytes or a documented errno, the daemon alive, and no unexpected
+`[error]` line (docs/SEMANTICS.md "Bounds", docs/READS.md)."""
+
+import hashlib
+
+from helpers import compare_records, expected_entries, find_records, poll_assert, run, sync_status, wait_for_fill
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_bytes_damaged_once_are_downloaded_again(fake_factory, mount_factory):
+    fake = fake_factory()
+    fake.add_file("/photo.jpg", size=3 * 2**20, seed=5)
+    m = mount_factory(fake, "--no-disk-cache")
+    fake.add_fault("files/download", "flip", count=1)
+    r = run("sha256sum", f"{m.path}/photo.jpg", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0].decode() == sha(fake.content("/photo.jpg"))
+    log = m.log_text()
+    assert "downloading the whole file once more" in log
+    assert m.process.poll() is None
+
+
+def test_bytes_damaged_every_time_fail_with_eio(fake_factory, mount_factory):
+    fake = fake_factory()
+    fake.add_file("/bad.bin", size=2**20, seed=6)
+    m = mount_factory(fake, "--no-disk-cache", allowed_log=("do not match",))
+    fake.add_fault("files/download", "flip", count=0)
+    r = run("cat", f"{m.path}/bad.bin", timeout=60)
+    assert r.returncode != 0 and b"Input/output error" in r.stderr
+    assert sum("match Dropbox's content_hash again" in line for line in m.log_text().splitlines()) == 1
+    assert m.process.poll() is None
+
+
+def vm_hwm_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_a_whole_file_answered_to_ranged_requests_costs_no_memory(fake_factory, mount_factory):
+    """Without the per-part body cap, 8 parallel parts of a 96 MiB file answered 200 would hold
+    768 MiB outside --read-buffer-memory; with it each attempt fails at its length + 64 KiB."""
+    fake = fake_factory()
+    fake.add_file("/huge.bin", size=96 * 2**20, seed=7)
+    m = mount_factory(fake, "--no-disk-cache", allowed_log=("download failed",))
+    fake.add_fault("files/download", "whole_200", count=0)
+    r = run("cat", f"{m.path}/huge.bin", timeout=120)
+    assert r.returncode != 0 and b"Input/output error" in r.stderr
+    assert m.process.poll() is None
+    assert vm_hwm_kib(m.process.pid) < 300 * 1024, f"peak RSS {vm_hwm_kib(m.process.pid)} KiB"
+    fake.clear_faults()
+    r = run("sha256sum", f"{m.path}/huge.bin", timeout=120)
+    assert r.returncode == 0 and r.stdout.split()[0].decode() == sha(fake.content("/huge.bin"))
+
+
+def test_absurd_sizes_hide_the_entry_only(fake_factory, mount_factory):
+    fake = fake_factory()
+    fake.add_file("/a/small.txt", b"hello")
+    fake.add_file("/b.txt", b"world")
+    fake.add_fault("files/list_folder", "huge_size", count=0)
+    m = mount_factory(fake, "--no-prefetch")
+    names = run("ls", m.path).stdout.split()
+    assert names == [b"a"], names  # b.txt's size is 2^64 - 1 in every listing: hidden
+    assert "undecodable" in m.log_text()
+    assert m.process.poll() is None
+    r = run("stat", "-c", "%s %b", f"{m.path}/a", timeout=30)
+    assert r.returncode == 0
+
+
+def test_a_cursor_that_never_advances_fails_the_fill_which_starts_again(fake_factory, mount_factory):
+    fake = fake_factory("--synthetic", "3000", "--seed", "4")
+    fake.add_fault("files/list_folder/continue", "stuck_cursor", count=150)
+    m = mount_factory(fake, allowed_log=("did not advance",))
+    status = poll_assert(lambda: _filled(m), timeout=60, what="the fill to complete after its retry")[0]
+    assert int(status["fill_failures"]) >= 1, status
+    assert "did_not_advance" in status.get("last_failure", "") or "advance" in m.log_text()
+    compare_records(find_records(m.path), expected_entries(fake.tree(hashes=False)))
+
+
+def _filled(m):
+    status = sync_status(m.path)
+    assert status["phase"] == "watching", status
+    return status
+
+
+def test_gateway_errors_in_html_are_retried(fake_factory, mount_factory):
+    fake = fake_factory()
+    fake.add_file("/g/x.txt", b"x")
+    fake.add_faults([{"route": "files/list_folder", "kind": "502html", "count": 2},
+                     {"route": "files/download", "kind": "504html", "count": 2}])
+    m = mount_factory(fake, "--no-prefetch")
+    assert run("ls", f"{m.path}/g").stdout.split() == [b"x.txt"]
+    assert run("cat", f"{m.path}/g/x.txt").stdout == b"x"
