@@ -85,7 +85,7 @@ extension Filesystem {
         of path: EntryPath, as kind: PageKind, epoch: UInt32, in s: inout State, memo: inout ParentMemo?,
         invalidations: inout [Invalidation]
     ) -> UInt32? {
-        if let memo, memo.path.elementsEqual(path.parent.utf8), let node = s.tree.node(memo.folder), node.attached,
+        if let memo, sameUTF8(memo.path, path.parent), let node = s.tree.node(memo.folder), node.attached,
             node.generation == memo.generation, node.kind == .folder
         {
             return memo.folder
@@ -120,7 +120,7 @@ extension Filesystem {
             else { return nil }
             current = made
         }
-        memo = ParentMemo(path: Substring(path.parent).utf8, folder: current, generation: s.tree.nodes[Int(current)].generation)
+        memo = ParentMemo(path: path.parent, folder: current, generation: s.tree.nodes[Int(current)].generation)
         return current
     }
 
@@ -217,7 +217,8 @@ struct EntryPath {
 /// The folder that held the previous entry of a page: listings give a folder's children together,
 /// so most entries skip the walk from the root.
 struct ParentMemo {
-    var path: Substring.UTF8View
+    /// The `path_lower` of the folder.
+    var path: String
     var folder: UInt32
     /// The folder's generation: a page may detach it and reuse its index for another entry.
     var generation: UInt64

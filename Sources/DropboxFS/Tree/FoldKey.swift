@@ -40,15 +40,36 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
         folded = String(component)
     }
 
+    /// The key `folded`, sharing that string's storage (MetadataTree files a child whose key is
+    /// its own name under the name's string, so a million entries keep one copy of each).
+    init(sharing folded: String) {
+        self.folded = folded
+    }
+
     private static func lowerASCII(_ b: UInt8) -> UInt8 {
         b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b + 32 : b
     }
 
     public var description: String { folded }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.folded.utf8.elementsEqual(rhs.folded.utf8) }
+    public static func == (lhs: Self, rhs: Self) -> Bool { sameUTF8(lhs.folded, rhs.folded) }
 
     public func hash(into hasher: inout Hasher) { hashUTF8(folded, into: &hasher) }
+}
+
+/// Whether two strings have the same UTF-8 bytes (not Swift's canonical equivalence, which would
+/// merge NFC and NFD spellings): a length check, then one memcmp of contiguous storage. The
+/// generic `utf8.elementsEqual` walks byte by byte, and the fill calls this for every entry.
+@inline(__always)
+func sameUTF8(_ a: String, _ b: String) -> Bool {
+    let (x, y) = (a.utf8, b.utf8)
+    guard x.count == y.count else { return false }
+    let fast: Bool? = x.withContiguousStorageIfAvailable { p in
+        y.withContiguousStorageIfAvailable { q in
+            p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0
+        }
+    } ?? nil
+    return fast ?? x.elementsEqual(y)
 }
 
 /// Feeds a string's UTF-8 bytes to a hasher in one call (byte identity, not canonical equivalence).
@@ -70,7 +91,7 @@ struct ExactName: Hashable {
 
     init(_ string: String) { self.string = string }
 
-    static func == (lhs: Self, rhs: Self) -> Bool { lhs.string.utf8.elementsEqual(rhs.string.utf8) }
+    static func == (lhs: Self, rhs: Self) -> Bool { sameUTF8(lhs.string, rhs.string) }
 
     func hash(into hasher: inout Hasher) { hashUTF8(string, into: &hasher) }
 }

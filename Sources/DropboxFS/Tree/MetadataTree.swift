@@ -89,7 +89,7 @@ struct MetadataTree {
     func lookup(parent: UInt32, name: String, fold: FoldKey) -> ChildLookup {
         guard let folder = folderState(parent) else { return .absent }
         let key = folder.oddKeys.isEmpty ? fold : folder.oddKeys[ExactName(name)] ?? fold
-        if let child = folder.children[key], nodes[Int(child)].name.utf8.elementsEqual(name.utf8) {
+        if let child = folder.children[key], sameUTF8(nodes[Int(child)].name, name) {
             return .found(child)
         }
         return folder.complete ? .absent : .unknown
@@ -228,7 +228,7 @@ struct MetadataTree {
                 // Listings overlap (a subtree listing runs inside the whole-account one): an entry
                 // keeps the newest snapshot that saw it.
                 if let epoch { nodes[Int(existing)].seenEpoch = max(nodes[Int(existing)].seenEpoch, epoch) }
-                if !before.name.utf8.elementsEqual(name.string.utf8) {
+                if !sameUTF8(before.name, name.string) {
                     rename(existing, in: parentSlot, key: key, to: name.string, invalidations: &invalidations)
                 }
                 let after = nodes[Int(existing)]
@@ -412,8 +412,10 @@ struct MetadataTree {
         // Only a complete folder can have told the kernel "no such name" or filled its readdir
         // cache, so only its changes need kernel invalidation.
         if let parentSlot = folderSlot(parent) {
+            // Most keys are the name itself (lower-case names): store the name's string as the key.
+            let key = sameUTF8(key.folded, name) ? FoldKey(sharing: name) : key
             folders[parentSlot].children[key] = index
-            if !key.folded.utf8.elementsEqual(FoldKey(name).folded.utf8) {
+            if !sameUTF8(key.folded, FoldKey(name).folded) {
                 folders[parentSlot].oddKeys[ExactName(name)] = key
             }
             folders[parentSlot].version &+= 1
@@ -437,7 +439,7 @@ struct MetadataTree {
         invalidations.append(.entry(parent: parent, name: old))
         invalidations.append(.inode(parent))
         if folders[parentSlot].oddKeys[ExactName(old)] == key { folders[parentSlot].oddKeys[ExactName(old)] = nil }
-        if !key.folded.utf8.elementsEqual(FoldKey(name).folded.utf8) {
+        if !sameUTF8(key.folded, FoldKey(name).folded) {
             folders[parentSlot].oddKeys[ExactName(name)] = key
         }
         nodes[Int(index)].name = name

@@ -47,7 +47,7 @@ public struct NodeName: Sendable, Hashable, CustomStringConvertible {
     public var description: String { string }
 
     // Names compare as bytes: Swift's String equality would merge NFC and NFD spellings.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.string.utf8.elementsEqual(rhs.string.utf8) }
+    public static func == (lhs: Self, rhs: Self) -> Bool { sameUTF8(lhs.string, rhs.string) }
 
     public func hash(into hasher: inout Hasher) { hashUTF8(string, into: &hasher) }
 }
