@@ -2,6 +2,8 @@
 (auto_unmount), and the background mode."""
 
 import os
+import shutil
+import tempfile
 import time
 import signal
 import subprocess
@@ -312,3 +314,36 @@ def test_status_answers_quickly_when_a_mount_is_stuck(binary, fake_factory, moun
     ok = [line for line in lines if healthy.path in line]
     assert ok and "phase=" in ok[0], out
     assert run("ls", m.path).returncode == 0, "the mount works again once the daemon runs"
+
+
+def test_the_process_is_not_dumpable(binary, fake_factory, tmp_path):
+    """No core file may ever hold a token: dropboxfs makes itself not dumpable at start. The kernel
+    then gives the process's /proc files to root, which a process of an ordinary user shows
+    (a plain `sleep` of the same user keeps them)."""
+    # A folder every user can reach (pytest's own are root's only), with a copy of the binary.
+    shared = tempfile.mkdtemp(prefix="dropboxfs-nobody-", dir="/tmp")
+    os.chmod(shared, 0o755)
+    copy = os.path.join(shared, "dropboxfs")
+    shutil.copy(binary, copy)
+    os.chmod(copy, 0o755)
+    home = os.path.join(shared, "home")
+    os.mkdir(home)
+    os.chmod(home, 0o777)
+    fake = small_fake(fake_factory)
+    env = env_for(fake, token=None, extra={"HOME": str(home), "XDG_CONFIG_HOME": str(home)})
+    as_nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    waiting = subprocess.Popen([*as_nobody, copy, "auth", "--app-key", "k"], env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    control = subprocess.Popen([*as_nobody, "sleep", "30"])
+    try:
+        waiting.stdout.readline()  # "1. Open this address ...": it now waits for the code on stdin
+        assert os.stat(f"/proc/{control.pid}/environ").st_uid == 65534
+        assert os.stat(f"/proc/{waiting.pid}/status").st_uid == 0
+        with open(f"/proc/{waiting.pid}/status") as f:
+            assert any(line.startswith("Uid:\t65534") for line in f)
+        assert os.stat(f"/proc/{waiting.pid}/environ").st_uid == 0
+    finally:
+        for p in (waiting, control):
+            p.kill()
+            p.wait()
+        shutil.rmtree(shared, ignore_errors=True)
