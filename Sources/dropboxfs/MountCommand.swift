@@ -18,7 +18,7 @@ enum MountCommand {
             "content-url": "content-url", "notify-url": "notify-url", "attr-timeout": "attr-timeout",
             "dir-cache-time": "dir-cache-time", "threads": "threads", "log-level": "log-level",
             "log-file": "log-file", "cache-dir": "cache-dir", "cache-size": "cache-size",
-            "read-buffer-memory": "read-buffer-memory",
+            "read-buffer-memory": "read-buffer-memory", "timeouts": "timeouts",
         ],
         switches: [
             "f": "foreground", "foreground": "foreground", "allow-other": "allow-other",
@@ -54,7 +54,8 @@ enum MountCommand {
             file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment,
             endpoints: configuration.endpoints)
         let homeClient = DropboxHTTPClient(
-            endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport)
+            endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
+            configuration: configuration.http)
         let account = try AccountCheck.verify(homeClient, endpoints: configuration.endpoints)
         // A team-space member sees the whole team space (their own folder is one folder of it).
         let client = homeClient.with(
@@ -124,6 +125,8 @@ struct MountConfiguration {
     var mountOptions: [String]
     /// File reads: buffer memory cap and the disk content cache.
     var reader: ReaderOptions
+    /// Request deadlines (--timeouts).
+    var http: DropboxHTTPClient.Configuration
 
     init(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) {
         guard parsed.positionals.count <= 1 else {
@@ -173,6 +176,7 @@ struct MountConfiguration {
         }
         logFile = parsed.value("log-file")
         reader = try Self.readerOptions(parsed, environment: environment)
+        http = try TimeoutOption.parse(parsed.value("timeouts"))
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=dropboxfs",
             "subtype=dropboxfs",

@@ -119,4 +119,22 @@ import Testing
         #expect(Log.escaped("plain café ☕ name") == "plain café ☕ name")
         #expect(Log.quoted("say \"hi\" \\") == "\"say \\x22hi\\x22 \\x5c\"")
     }
+
+    /// A download asked for on a fresh connection (after damaged bytes) never uses a pooled one.
+    @Test func freshConnectionDownloadsOpenTheirOwn() async throws {
+        let fake = try await FakeDropboxServer.start()
+        try await fake.addFile("/fresh.bin", size: 1000, seed: 9)
+        let client = liveClient(fake, transport: CurlTransport())
+        let (_, lines) = try await capturingLog {
+            for _ in 0..<3 { _ = try await client.download(path: "/fresh.bin", range: ByteRange(offset: 0, length: 10)) }
+            for _ in 0..<3 {
+                _ = try await client.download(
+                    path: "/fresh.bin", range: ByteRange(offset: 0, length: 10), freshConnection: true)
+            }
+        }
+        let downloads = lines.filter { $0.contains("/2/files/download -> 206") }
+        #expect(downloads.count == 6)
+        #expect(downloads.prefix(3).filter { $0.hasSuffix("new connection") }.count <= 1)
+        #expect(downloads.suffix(3).allSatisfy { $0.hasSuffix("new connection") }, "\(downloads)")
+    }
 }

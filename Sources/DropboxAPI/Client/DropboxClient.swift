@@ -46,6 +46,18 @@ public protocol DropboxClient: Sendable {
     func getMetadata(path: String) async throws(DropboxError) -> Metadata
     /// `path` is "/a/b", "id:..." or "rev:...". A nil range downloads the whole file.
     func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult
+    /// The same, over a connection of its own when `freshConnection` (never one a damaged download
+    /// came over: the reader asks for this when it downloads a file again after a content_hash
+    /// mismatch). Clients without connections just download.
+    func download(path: String, range: ByteRange?, freshConnection: Bool) async throws(DropboxError) -> DownloadResult
     func getCurrentAccount() async throws(DropboxError) -> FullAccount
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage
+}
+
+extension DropboxClient {
+    public func download(path: String, range: ByteRange?, freshConnection: Bool) async throws(DropboxError)
+        -> DownloadResult
+    {
+        try await download(path: path, range: range)
+    }
 }

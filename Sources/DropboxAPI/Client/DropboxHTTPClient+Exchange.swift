@@ -60,7 +60,7 @@ extension DropboxHTTPClient {
     /// A content-download route: the argument in `Dropbox-API-Arg`, the result in
     /// `Dropbox-API-Result`, the bytes in the body.
     func contentDownload(
-        _ route: String, _ arg: some Encodable, range: ByteRange?
+        _ route: String, _ arg: some Encodable, range: ByteRange?, freshConnection: Bool = false
     ) async throws(DropboxError) -> DownloadResult {
         let argHeader = try ArgEncoding.headerJSON(arg)
         return try await authorized(route) { token throws(DropboxError) in
@@ -73,9 +73,10 @@ extension DropboxHTTPClient {
             // A part never holds more than it asked for (plus room for an error body): a 200 with
             // the whole file to a ranged request must not take memory outside the reader's cap.
             let cap = range.map { Int(min($0.length, UInt64(Int.max / 2))) + Self.downloadBodySlack }
-            let request = HTTPRequest(
+            var request = HTTPRequest(
                 method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
                 timeouts: self.configuration.downloadTimeouts(length: range?.length), maxBodyBytes: cap)
+            request.freshConnection = freshConnection
             let response = try await self.exchange(request, success: [200, 206])
             guard let resultHeader = response.headers["Dropbox-API-Result"] else {
                 throw .malformedResponse("\(route): the reply has no Dropbox-API-Result header")

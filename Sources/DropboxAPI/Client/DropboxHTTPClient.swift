@@ -97,6 +97,12 @@ public final class DropboxHTTPClient: DropboxClient {
         try await contentDownload("files/download", PathArg(path: path), range: range)
     }
 
+    public func download(path: String, range: ByteRange?, freshConnection: Bool) async throws(DropboxError)
+        -> DownloadResult
+    {
+        try await contentDownload("files/download", PathArg(path: path), range: range, freshConnection: freshConnection)
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await rpc("users/get_current_account")
     }

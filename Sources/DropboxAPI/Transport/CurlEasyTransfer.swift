@@ -82,6 +82,10 @@ final class CurlEasyTransfer {
         if let total = request.timeouts.total {
             check(dbx_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.milliseconds(total)), "timeout")
         }
+        if request.freshConnection {
+            check(dbx_easy_setopt_long(handle, CURLOPT_FRESH_CONNECT, 1), "fresh connect")
+            check(dbx_easy_setopt_long(handle, CURLOPT_FORBID_REUSE, 1), "forbid reuse")
+        }
         if let lowSpeed = request.timeouts.lowSpeed {
             check(dbx_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, max(1, lowSpeed.bytesPerSecond)), "low speed limit")
             let seconds = max(1, Int(lowSpeed.window.components.seconds))

@@ -97,6 +97,8 @@ public struct HTTPRequest: Sendable, Equatable {
     /// The most reply body bytes this request accepts (nil: the transport's own cap); a longer
     /// reply fails as a transport error.
     public var maxBodyBytes: Int?
+    /// Open a new connection for this request and close it after (no pooled connection is used).
+    public var freshConnection = false
 
     public init(
         method: HTTPMethod, url: String, headers: HTTPHeaders = [:], body: [UInt8] = [],

@@ -319,12 +319,15 @@ final class FileReader: Sendable {
     /// The bytes of `range` of the pinned revision, exactly; a short reply is retried twice.
     private func fetchBytes(_ file: PinnedFile, range: Range<UInt64>) async -> Result<[UInt8], FilesystemError> {
         let length = range.upperBound - range.lowerBound
+        // A download again after a content_hash mismatch avoids the connection the damage came over.
+        let fresh = withState { ($0.contents[file.key]?.attempt ?? 0) > 0 }
         var shortReplies = 0
         while true {
             let result: DownloadResult
             do {
                 result = try await client.download(
-                    path: "rev:" + file.rev, range: ByteRange(offset: range.lowerBound, length: length))
+                    path: "rev:" + file.rev, range: ByteRange(offset: range.lowerBound, length: length),
+                    freshConnection: fresh)
             } catch {
                 return .failure(Self.failure(error, file: file))
             }

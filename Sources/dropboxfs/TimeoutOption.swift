@@ -1,0 +1,54 @@
+// `--timeouts SPEC`: the request deadlines of docs/SEMANTICS.md "Bounds", for slow links (longer)
+// and for tests of stalls (seconds instead of minutes). SPEC is a comma list of
+// connect=S, rpc=S, download=S, download-rate=BYTES, stall=S, low-speed=BYTES/S; S in seconds
+// (fractions allowed), `0` turns a limit off where that makes sense (stall, low-speed).
+
+import DropboxAPI
+
+enum TimeoutOption {
+    static func parse(_ text: String?) throws(UsageError) -> DropboxHTTPClient.Configuration {
+        var configuration = DropboxHTTPClient.Configuration()
+        guard let text else { return configuration }
+        for item in text.split(separator: ",") {
+            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw usage("\"\(item)\" is not NAME=VALUE") }
+            let (name, value) = (parts[0], parts[1])
+            switch name {
+            case "connect": configuration.timeouts.connect = try duration(value, name, allowZero: false)
+            case "rpc": configuration.rpcDeadline = try duration(value, name, allowZero: false)
+            case "download": configuration.downloadDeadline = try duration(value, name, allowZero: false)
+            case "download-rate":
+                guard let rate = Int(value), rate > 0 else { throw usage("download-rate must be bytes per second (1 or more)") }
+                configuration.downloadMinimumRate = rate
+            case "stall":
+                let d = try duration(value, name, allowZero: true)
+                configuration.timeouts.stall = d == .zero ? nil : d
+            case "low-speed":
+                if value == "0" {
+                    configuration.timeouts.lowSpeed = nil
+                    continue
+                }
+                let halves = value.split(separator: "/").map(String.init)
+                guard halves.count == 2, let bytes = Int(halves[0]), bytes > 0 else {
+                    throw usage("low-speed must be BYTES/SECONDS, e.g. 1024/30, or 0")
+                }
+                configuration.timeouts.lowSpeed = LowSpeedLimit(
+                    bytesPerSecond: bytes, window: try duration(halves[1], name, allowZero: false))
+            default:
+                throw usage("unknown timeout \"\(name)\" (connect, rpc, download, download-rate, stall, low-speed)")
+            }
+        }
+        return configuration
+    }
+
+    private static func duration(_ text: String, _ name: String, allowZero: Bool) throws(UsageError) -> Duration {
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, allowZero || seconds > 0, seconds <= 86_400 else {
+            throw usage("\(name) must be a number of seconds (\(allowZero ? "0" : "more than 0") to 86400)")
+        }
+        return .milliseconds(Int64(seconds * 1000))
+    }
+
+    private static func usage(_ message: String) -> UsageError {
+        UsageError(description: "--timeouts: " + message)
+    }
+}
