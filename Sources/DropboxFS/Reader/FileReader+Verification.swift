@@ -80,9 +80,12 @@ extension FileReader {
             } else if content.attempt == 0 {
                 s.giveUpDisk(key)
                 s.memoryUsed -= s.contents[key]?.startOver() ?? 0
+                // The kernel's page cache may hold damaged bytes: the next open must drop it.
+                for inode in content.inodes { s.pageCacheRevs[inode] = nil }
                 again = true
             } else {
                 s.contents[key]?.verification = .failed
+                for inode in content.inodes { s.pageCacheRevs[inode] = nil }
                 s.giveUpDisk(key)
                 for (id, segment) in content.segments where segment.bytes != nil {
                     s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0

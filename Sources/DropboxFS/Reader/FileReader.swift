@@ -60,7 +60,8 @@ final class FileReader: Sendable {
                 s.contents[key] = ContentState(file: file, unitSize: options.unitSize, disk: disk)
             }
             s.contents[key]?.handles += 1
-            let policy = s.pageCachePolicy(for: file)
+            s.contents[key]?.inodes.insert(file.inode)
+            let policy = s.pageCachePolicy(for: file, wholeFileLimit: options.wholeFileLimit)
             let handle = s.nextHandle
             s.nextHandle += 1
             s.handles[handle] = HandleState(file: file, stream: ReadStream(window: options.initialWindow))
@@ -105,7 +106,10 @@ final class FileReader: Sendable {
     }
 
     private enum Collected: Sendable {
-        case pieces([Piece])
+        /// The read's bytes, and whether it must wait for the content_hash check: decided again now
+        /// that its bytes are here (a read that began while the last part was still on its way did
+        /// not count as completing a pass then).
+        case pieces([Piece], verify: Bool)
         case refetch([FetchTask])
     }
 
@@ -148,8 +152,9 @@ final class FileReader: Sendable {
         let attemptNow = s.contents[file.key]?.attempt ?? 0
         if offset == 0 || open.passAttempt == nil { open.passAttempt = attemptNow }
         let large = file.size > options.wholeFileLimit
+        // Every read reaching the end fails until the handle starts a new pass (at offset 0): the
+        // kernel ignores a failed read-ahead and asks again, and that retry must fail too.
         if large, let pass = open.passAttempt, pass != attemptNow, end == file.size {
-            open.passAttempt = nil
             s.handles[handle] = open
             throw .integrity("\(file.label): this pass read bytes of a download that did not match its content_hash")
         }
@@ -180,11 +185,19 @@ final class FileReader: Sendable {
                 if case .failure(let error) = await task.value { throw error }
             }
             let collected = try withState { (s: inout ReaderState) throws(FilesystemError) -> Collected in
-                guard let verification = s.contents[key]?.verification else { throw .badHandle }
-                if verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
+                guard let content = s.contents[key] else { throw .badHandle }
+                if content.verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
+                // The read completing a pass over a large file whose download was found damaged
+                // (and started over) while the pass ran: the pass served damaged bytes.
+                if plan.range.upperBound == plan.file.size, plan.file.size > options.wholeFileLimit,
+                    content.attempt != attempt
+                {
+                    throw .integrity("\(plan.file.label): this pass read bytes of a download that did not match its content_hash")
+                }
                 let tick = s.nextTick()
                 if let pieces = s.contents[key]?.pieces(of: plan.range, tick: tick, sequential: plan.sequential) {
-                    return .pieces(pieces)
+                    let now = s.contents[key]?.mustVerify(plan.range, wholeFileLimit: options.wholeFileLimit) ?? false
+                    return .pieces(pieces, verify: plan.verify || now)
                 }
                 let unit = options.unitSize
                 let aligned =
@@ -193,8 +206,8 @@ final class FileReader: Sendable {
                 return .refetch(startFetches(&s, file: plan.file, range: aligned, demand: true).tasks)
             }
             switch collected {
-            case .pieces(let pieces):
-                guard plan.verify else { return try Self.bytes(of: pieces) }
+            case .pieces(let pieces, let verify):
+                guard verify else { return try Self.bytes(of: pieces) }
                 try await awaitVerification(plan.file, attempt: attempt)
                 let now = withState { $0.contents[key]?.attempt ?? attempt }
                 if now == attempt { return try Self.bytes(of: pieces) }

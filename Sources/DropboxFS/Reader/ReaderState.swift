@@ -110,6 +110,8 @@ struct ContentState {
     }
 
     var isIdle: Bool { handles == 0 && segments.isEmpty }
+    /// The inodes opened with this content, whose kernel page cache holds its bytes.
+    var inodes: Set<UInt64> = []
 
     /// After a content_hash mismatch: forgets every byte and the hash state, so the file is
     /// downloaded again from the start (once; a second mismatch fails the file). Returns the buffer
@@ -298,13 +300,23 @@ struct ReaderState {
     }
 
     /// How the kernel's page cache should treat a new handle on `file`: keep it when it holds this
-    /// revision, drop it when it may hold another, and bypass it while another revision is open
-    /// (the page cache is per inode, so two revisions cannot share it).
-    mutating func pageCachePolicy(for file: PinnedFile) -> PageCachePolicy {
+    /// revision and its bytes can be trusted, drop it when it may hold another, and bypass it while
+    /// another revision is open (the page cache is per inode, so two revisions cannot share it).
+    /// Bytes of a large file are trusted only once its content_hash check passed: pages cached by
+    /// random reads were never checked, and a later whole pass served from them would never be.
+    mutating func pageCachePolicy(for file: PinnedFile, wholeFileLimit: UInt64) -> PageCachePolicy {
         if handles.values.contains(where: { $0.file.inode == file.inode && $0.file.rev != file.rev }) {
             return .bypass
         }
-        if pageCacheRevs[file.inode] == file.rev { return .keep }
+        let trusted: Bool
+        if file.size <= wholeFileLimit || file.contentHash == nil {
+            trusted = true
+        } else if let content = contents[file.key] {
+            trusted = content.verification == .verified || content.verification == .unverifiable
+        } else {
+            trusted = false
+        }
+        if pageCacheRevs[file.inode] == file.rev && trusted { return .keep }
         pageCacheRevs[file.inode] = file.rev
         return .drop
     }
