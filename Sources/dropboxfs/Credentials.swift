@@ -16,15 +16,18 @@ struct ResolvedCredentials {
 }
 
 enum Credentials {
+    /// `timeouts`: of the OAuth token requests that renew a stored sign-in's access token.
     static func resolve(
-        file: String?, environment: [String: String], endpoints: DropboxEndpoints
+        file: String?, environment: [String: String], endpoints: DropboxEndpoints,
+        timeouts: HTTPTimeouts = DropboxHTTPClient.Configuration().rpcTimeouts
     ) throws(CommandFailure) -> ResolvedCredentials {
         if let token = try accessToken(file: file, environment: environment) {
             let source = file.map { "access token from the file \($0)" } ?? "access token from DROPBOXFS_ACCESS_TOKEN"
             return ResolvedCredentials(tokens: StaticTokenProvider(token: token), source: source)
         }
         if let stored = try CredentialStore.load(environment) {
-            let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport)
+            let oauth = OAuthClient(
+                appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport, timeouts: timeouts)
             return ResolvedCredentials(
                 tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
                 source: "stored sign-in (\(CredentialStore.path(environment)))")

@@ -52,7 +52,7 @@ enum MountCommand {
             allowNonEmpty: configuration.allowNonEmpty)
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment,
-            endpoints: configuration.endpoints)
+            endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts)
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
             configuration: configuration.http)

@@ -15,8 +15,7 @@ faults are cleared, the exact tree or bytes within seconds. An `[error]` log lin
 unless the fault is one that documents it. Timeouts are shortened with --timeouts so stalls and
 slow drips take seconds.
 
-oauth2/token is not in the matrix: the fake injects faults on /2/ routes only (token refresh
-failures are covered by test_auth.py).
+  refresh   oauth2/token                       renewing short-lived tokens from a stored sign-in
 """
 
 import hashlib
@@ -25,7 +24,9 @@ import time
 
 import pytest
 
+from conftest import Mount, unmount_all
 from helpers import compare_records, expected_entries, find_records, poll_assert, run
+from test_auth import Home, signed_in
 
 TIMEOUTS = "connect=2,rpc=6,download=6,stall=1,low-speed=2000/1"
 BOUND = 45  # seconds an operation may take under a fault with these timeouts (retries included)
@@ -60,6 +61,7 @@ PHASES = {
     "statfs": ["users/get_space_usage"],
     "sequential": ["files/download"],
     "random": ["files/download"],
+    "refresh": ["oauth2/token"],
 }
 
 CASES = [(phase, route, kind) for phase, routes in PHASES.items() for route in routes for kind in FAULTS
@@ -172,6 +174,36 @@ def test_fault(phase, route, kind, fake_factory, mount_factory, binary, tmp_path
         assert r.returncode == 0, r.stderr  # statfs shows the last answer (or zeros), never an error
         alive(m)
         fake.clear_faults()
+        return
+
+    if phase == "refresh":
+        # Tokens from refresh grants live 6 s (renewed halfway): the mount refreshes every 3 s.
+        fake = fake_factory("--synthetic", "300", "--seed", "8", "--access-token-ttl", "6")
+        home = Home(tmp_path / "user")
+        signed_in(binary, home, fake)
+        mountpoint = tmp_path / "refresh"
+        mountpoint.mkdir()
+        m = Mount(binary, fake, mountpoint, ("--no-prefetch", "--timeouts", TIMEOUTS),
+                  {"HOME": str(home.home), "XDG_CONFIG_HOME": str(home.config), "XDG_CACHE_HOME": str(home.cache)},
+                  tmp_path / "refresh.log", token=None)
+        m.allowed_log = allowed
+        try:
+            folders = [e["path_display"] for e in fake.tree(hashes=False) if e["tag"] == "folder"]
+            fake.add_faults([rule(route, kind)])
+            deadline = time.monotonic() + 6  # renewals under the fault (every 3 s)
+            i = 0
+            while time.monotonic() < deadline:
+                r = timed(lambda: run("ls", f"{m.path}{folders[i % len(folders)]}", timeout=BOUND))
+                ok_or_documented(r)
+                i += 1
+                time.sleep(0.3)
+            alive(m)
+            fake.clear_faults()
+            # Converges: renewals succeed again, and every folder lists.
+            poll_assert(lambda: [run("ls", f"{m.path}{f}", timeout=30).check_returncode() for f in folders[:20]],
+                        timeout=20, interval=1, what="listings to work again")
+        finally:
+            unmount_all([m])
         return
 
     # sequential and random reads of a file larger than the whole-file limit (ranged parts)

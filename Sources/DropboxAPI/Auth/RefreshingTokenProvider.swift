@@ -1,7 +1,10 @@
 // Short-lived access tokens from a stored refresh token. A token is renewed 5 minutes before it
-// expires and after Dropbox rejects it as expired. Only one refresh runs at a time: every caller
-// that needs a token meanwhile waits for that same refresh, and a caller whose rejected token has
-// already been replaced simply gets the newer one.
+// expires (or halfway through a shorter life) and after Dropbox rejects it as expired. An early
+// renewal runs in the background while callers keep using the token, which is still valid: a slow
+// or failing token endpoint holds no request until the token really expires (a failed early
+// renewal is tried again after `earlyRetryPause`). Only one refresh runs at a time: every caller
+// that needs a new token waits for that same refresh, and a caller whose rejected token has already
+// been replaced simply gets the newer one.
 
 import Synchronization
 
@@ -19,6 +22,8 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
         var refreshing: Refresh?
         /// Completed refreshes, for tests and status output.
         var refreshCount = 0
+        /// No early renewal starts before this (after one failed).
+        var earlyRetryAt: ContinuousClock.Instant?
     }
 
     private enum Next {
@@ -47,10 +52,18 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
             State(token: initialAccessToken, expiresAt: expiresAt, renewBefore: Self.renewBefore(expiresIn, margin: margin)))
     }
 
+    /// Pause before an early renewal that failed is tried again.
+    static let earlyRetryPause: Duration = .seconds(5)
+
     public func accessToken() async throws(DropboxError) -> String {
         let now = clock.now
         let next = state.withLock { s -> Next in
             if let token = s.token, s.expiresAt.map({ now + s.renewBefore < $0 }) ?? true { return .ready(token) }
+            if let token = s.token, let expiresAt = s.expiresAt, now < expiresAt {
+                // Inside the renewal window, still valid: renew in the background.
+                if s.refreshing == nil, s.earlyRetryAt.map({ now >= $0 }) ?? true { _ = startRefresh(&s) }
+                return .ready(token)
+            }
             return .wait(s.refreshing ?? startRefresh(&s))
         }
         switch next {
@@ -113,8 +126,11 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
                     s.expiresAt = lifetime.map { now + $0 }
                     s.renewBefore = Self.renewBefore(lifetime, margin: margin)
                     s.refreshCount += 1
+                    s.earlyRetryAt = nil
                     return .success(grant.accessToken)
                 case .failure(let error):
+                    s.earlyRetryAt = now + Self.earlyRetryPause
+                    Log.warning("could not renew the Dropbox access token (\(error))")
                     return .failure(error)
                 }
             }

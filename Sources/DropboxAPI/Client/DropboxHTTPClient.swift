@@ -32,8 +32,8 @@ public final class DropboxHTTPClient: DropboxClient {
             self.pathRoot = pathRoot
         }
 
-        /// The timeouts of one RPC attempt.
-        var rpcTimeouts: HTTPTimeouts {
+        /// The timeouts of one RPC attempt (also used for the OAuth token endpoint).
+        public var rpcTimeouts: HTTPTimeouts {
             var t = timeouts
             t.total = rpcDeadline
             return t

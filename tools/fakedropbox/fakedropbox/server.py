@@ -191,8 +191,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 reply = st.tokens.authorize(url.query)
                 status, n = reply.status, self.send_reply(reply)
             elif path == "/oauth2/token" and self.command == "POST":
-                reply = self.oauth_token(st, url, body)
-                status, n = reply.status, self.send_reply(reply)
+                # Faults apply here too (route "oauth2/token"), outside the /2/ stats and log.
+                rule = st.faults.match("oauth2/token")
+                reply, truncate_at = self.faulted(st, "oauth2/token", rule, body,
+                                                  lambda: self.oauth_token(st, url, body), lambda: None)
+                status, n = reply.status, self.send_reply(reply, truncate_at=truncate_at)
             else:
                 reply = text_reply(404, "Not Found")
                 status, n = 404, self.send_reply(reply)
@@ -240,22 +243,40 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rng = self.headers.get("Range")
         rule = st.faults.match(route)
         kind = rule.kind if rule else None
+
+        def produce():
+            return self.api_reply(st, req, route, url, body)
+
+        def on_abort():
+            st.record(route, self.command, None, rng, req.has_auth, kind)
+
+        reply, truncate_at = self.faulted(st, route, rule, body, produce, on_abort)
+        n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth)
+        st.add_bytes(n)
+        st.record(route, self.command, reply.status, rng, req.has_auth, kind)
+        return reply.status, n
+
+    def faulted(self, st, route, rule, body, produce, on_abort):
+        """The reply to send under fault ``rule`` (None: no fault), from ``produce()`` when the
+        fault needs the real reply; returns (reply, truncate_at). Raises Abort for faults that
+        end the connection (after calling ``on_abort``)."""
+        kind = rule.kind if rule else None
         truncate_at = None
         if kind == "reset":
-            st.record(route, self.command, None, rng, req.has_auth, kind)
+            on_abort()
             self.rst()
             raise Abort()
         if kind == "stall":
             time.sleep(float(rule.params.get("stall_seconds", 5)))
             if rule.params.get("close"):
-                st.record(route, self.command, None, rng, req.has_auth, kind)
+                on_abort()
                 self.close_connection = True
                 try:
                     self.request.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
                 raise Abort()
-        if st.latency_ms:
+        if st.latency_ms and route != "oauth2/token":
             time.sleep(st.latency_ms / 1000.0)
         retry_after = rule.params.get("retry_after", 1) if rule else 1
         retry = int(math.ceil(retry_after)) if retry_after < 1e15 else retry_after
@@ -277,8 +298,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             if kind == "whole_200" and "Range" in self.headers:
                 del self.headers["Range"]  # answer a ranged request with the whole file
-                req.headers = self.headers
-            reply = self.api_reply(st, req, route, url, body)
+            reply = produce()
             if kind == "malformed_json":
                 reply = _break_json(reply)
             elif kind == "truncate":
@@ -292,10 +312,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 reply = json_reply({"entries": [], "cursor": cursor, "has_more": True})
             elif kind in ("stall_body", "drip"):
                 reply = _slow_body(reply, kind, rule.params)
-        n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth)
-        st.add_bytes(n)
-        st.record(route, self.command, reply.status, rng, req.has_auth, kind)
-        return reply.status, n
+        return reply, truncate_at
 
     def api_reply(self, st, req, route, url, body):
         spec = ROUTES.get(route)
