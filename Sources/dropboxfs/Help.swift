@@ -89,8 +89,8 @@ enum Help {
           --no-disk-cache             keep downloaded file contents in memory only
           --read-buffer-memory SIZE   cap of the memory used for read-ahead buffers (default 256M)
           --timeouts SPEC             request deadlines, e.g. rpc=120,download=60,stall=30,
-                                      low-speed=1024/30,connect=10,download-rate=65536
-                                      (seconds; docs/SEMANTICS.md "Bounds")
+                                      low-speed=1024/30,connect=10,download-rate=65536,
+                                      max-pause=600 (seconds; docs/SEMANTICS.md "Bounds")
           --log-level LEVEL           debug, info, warning or error (default info)
           -d, --debug                 same as --log-level debug
           --log-file FILE             daemon log (default $XDG_CACHE_HOME/dropboxfs/dropboxfs.log)

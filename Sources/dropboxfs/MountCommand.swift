@@ -55,7 +55,7 @@ enum MountCommand {
             endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts)
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
-            configuration: configuration.http)
+            pacer: Pacer(policy: configuration.retryPolicy), configuration: configuration.http)
         let account = try AccountCheck.verify(homeClient, endpoints: configuration.endpoints)
         // A team-space member sees the whole team space (their own folder is one folder of it).
         let client = homeClient.with(
@@ -125,8 +125,9 @@ struct MountConfiguration {
     var mountOptions: [String]
     /// File reads: buffer memory cap and the disk content cache.
     var reader: ReaderOptions
-    /// Request deadlines (--timeouts).
+    /// Request deadlines and the longest 429 pause (--timeouts).
     var http: DropboxHTTPClient.Configuration
+    var retryPolicy: RetryPolicy
 
     init(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) {
         guard parsed.positionals.count <= 1 else {
@@ -176,7 +177,7 @@ struct MountConfiguration {
         }
         logFile = parsed.value("log-file")
         reader = try Self.readerOptions(parsed, environment: environment)
-        http = try TimeoutOption.parse(parsed.value("timeouts"))
+        (http, retryPolicy) = try TimeoutOption.parse(parsed.value("timeouts"))
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=dropboxfs",
             "subtype=dropboxfs",

@@ -1,14 +1,16 @@
 // `--timeouts SPEC`: the request deadlines of docs/SEMANTICS.md "Bounds", for slow links (longer)
 // and for tests of stalls (seconds instead of minutes). SPEC is a comma list of
-// connect=S, rpc=S, download=S, download-rate=BYTES, stall=S, low-speed=BYTES/S; S in seconds
-// (fractions allowed), `0` turns a limit off where that makes sense (stall, low-speed).
+// connect=S, rpc=S, download=S, download-rate=BYTES, stall=S, low-speed=BYTES/S, max-pause=S (the
+// longest pause one 429 may cause); S in seconds (fractions allowed), `0` turns a limit off where
+// that makes sense (stall, low-speed).
 
 import DropboxAPI
 
 enum TimeoutOption {
-    static func parse(_ text: String?) throws(UsageError) -> DropboxHTTPClient.Configuration {
+    static func parse(_ text: String?) throws(UsageError) -> (DropboxHTTPClient.Configuration, RetryPolicy) {
         var configuration = DropboxHTTPClient.Configuration()
-        guard let text else { return configuration }
+        var policy = RetryPolicy()
+        guard let text else { return (configuration, policy) }
         for item in text.split(separator: ",") {
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw usage("\"\(item)\" is not NAME=VALUE") }
@@ -23,6 +25,12 @@ enum TimeoutOption {
             case "stall":
                 let d = try duration(value, name, allowZero: true)
                 configuration.timeouts.stall = d == .zero ? nil : d
+            case "max-pause":
+                let d = try duration(value, name, allowZero: false)
+                guard d <= .seconds(ServerLimits.maxRetryAfter) else {
+                    throw usage("max-pause is at most \(Int(ServerLimits.maxRetryAfter)) s")
+                }
+                policy.maxRateLimitPause = d
             case "low-speed":
                 if value == "0" {
                     configuration.timeouts.lowSpeed = nil
@@ -35,10 +43,11 @@ enum TimeoutOption {
                 configuration.timeouts.lowSpeed = LowSpeedLimit(
                     bytesPerSecond: bytes, window: try duration(halves[1], name, allowZero: false))
             default:
-                throw usage("unknown timeout \"\(name)\" (connect, rpc, download, download-rate, stall, low-speed)")
+                throw usage(
+                    "unknown timeout \"\(name)\" (connect, rpc, download, download-rate, stall, low-speed, max-pause)")
             }
         }
-        return configuration
+        return (configuration, policy)
     }
 
     private static func duration(_ text: String, _ name: String, allowZero: Bool) throws(UsageError) -> Duration {

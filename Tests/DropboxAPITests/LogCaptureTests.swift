@@ -49,17 +49,18 @@ import Testing
     @Test func failedEarlyRefreshFallsBackToTheStillValidToken() async throws {
         let clock = ManualSleeper()
         let endpoint = ScriptedTransport(replies: [.text("down", status: 503)])
+        // One attempt per refresh, so the background renewal fails as soon as its reply is in.
         let oauth = OAuthClient(
             appKey: "key", endpoints: DropboxEndpoints(all: "http://x.test"), transport: endpoint,
-            pacer: Pacer(sleeper: ManualSleeper()))
+            pacer: Pacer(policy: RetryPolicy(maxAttempts: 1), sleeper: ManualSleeper()))
         let tokens = RefreshingTokenProvider(
             refreshToken: "rt", oauth: oauth, initialAccessToken: "first", expiresIn: .seconds(200), clock: clock)
         // A 200 s token is renewed in its last 100 s (half its lifetime, under the 300 s margin).
         clock.advance(.seconds(150))
         let (token, lines) = try await capturingLog { () async throws -> String in
             let token = try await tokens.accessToken()  // at once: the renewal runs in the background
-            for _ in 0..<200 where endpoint.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
-            try await Task.sleep(for: .milliseconds(50))
+            for _ in 0..<500 where endpoint.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            try await Task.sleep(for: .milliseconds(300))
             return token
         }
         #expect(token == "first")

@@ -4,7 +4,12 @@ Each case ends with exact bytes or a documented errno, the daemon alive, and no 
 `[error]` line (docs/SEMANTICS.md "Bounds", docs/READS.md)."""
 
 import hashlib
+import time
 
+import pytest
+
+from conftest import Mount, unmount_all
+from test_auth import Home, signed_in
 from helpers import compare_records, expected_entries, find_records, poll_assert, run, sync_status, wait_for_fill
 
 
@@ -98,3 +103,48 @@ def test_gateway_errors_in_html_are_retried(fake_factory, mount_factory):
     m = mount_factory(fake, "--no-prefetch")
     assert run("ls", f"{m.path}/g").stdout.split() == [b"x.txt"]
     assert run("cat", f"{m.path}/g/x.txt").stdout == b"x"
+
+
+def test_an_absurd_retry_after_pauses_for_the_bound_only(fake_factory, mount_factory):
+    """A 429 asking for 10^10 s once killed the daemon (the pause overflowed). It is cut to the
+    bound (--timeouts max-pause, 600 s by default) with one log line, and the request then succeeds."""
+    fake = fake_factory("--sample-account")
+    m = mount_factory(fake, "--timeouts", "max-pause=2")
+    fake.add_fault("users/get_space_usage", "429json", retry_after=1e10, count=1)
+    start = time.monotonic()
+    r = run("df", "-B1", m.path, timeout=60)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 0, r.stderr
+    assert 1.5 <= elapsed < 15, elapsed
+    assert m.process.poll() is None
+    assert 'retry_after "10000000000' in m.log_text()
+
+
+@pytest.mark.parametrize("ttl", [0, -5])
+def test_absurd_token_lifetimes_never_make_a_refresh_loop(ttl, binary, fake_factory, tmp_path):
+    """A token endpoint answering expires_in 0 or negative (its tokens then expire at once): the
+    lifetime is taken as 5 s with one log line per renewal, a rejected token is renewed once per
+    request, never in a loop, and the mount gives up at once with exit code 4 and a clear message;
+    with a sane endpoint the same sign-in mounts."""
+    fake = fake_factory("--synthetic", "200", "--seed", "9")
+    home = Home(tmp_path / "user")
+    signed_in(binary, home, fake)
+    fake.config(access_token_ttl=ttl)
+    env = {"HOME": str(home.home), "XDG_CONFIG_HOME": str(home.config), "XDG_CACHE_HOME": str(home.cache)}
+    mountpoint = tmp_path / "m"
+    mountpoint.mkdir()
+    start = time.monotonic()
+    with pytest.raises(AssertionError) as failed:
+        Mount(binary, fake, mountpoint, ("--no-prefetch",), env, tmp_path / "daemon.log", token=None)
+    text = str(failed.value)
+    assert time.monotonic() - start < 15
+    assert "dropboxfs exited with 4" in text and "dropboxfs: Dropbox rejected the credentials" in text, text
+    renewals = [line for line in text.splitlines() if f'expires_in "{ttl}"' in line]
+    assert 1 <= len(renewals) <= 2, text
+    fake.config(access_token_ttl=14400)
+    m = Mount(binary, fake, mountpoint, ("--no-prefetch",), env, tmp_path / "daemon2.log", token=None)
+    m.allowed_log = ()
+    try:
+        assert run("ls", m.path, timeout=30).returncode == 0
+    finally:
+        unmount_all([m])

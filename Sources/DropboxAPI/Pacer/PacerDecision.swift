@@ -32,7 +32,8 @@ public enum PacerDecision: Sendable, Equatable {
             attempts.rateLimits += 1
             let jitter = Backoff.nanoseconds(policy.rateLimitJitter)
             // Bounded again here: a `.rateLimited` may come from any client, not only the decoder.
-            let seconds = retryAfter.isFinite ? min(max(retryAfter, 0), ServerLimits.maxRetryAfter) : ServerLimits.maxRetryAfter
+            let cap = min(ServerLimits.maxRetryAfter, Double(policy.maxRateLimitPause.components.seconds))
+            let seconds = retryAfter.isFinite ? min(max(retryAfter, 0), cap) : cap
             let wait = Int64(seconds * 1e9) + Int64(Double(jitter) * min(max(random, 0), 1))
             return .pauseAll(for: .nanoseconds(wait))
         case .serverError:

@@ -12,10 +12,14 @@ public struct RetryPolicy: Sendable, Equatable {
     public var rateLimitJitter: Duration
     /// Requests in flight at once through one pacer.
     public var maxConcurrentRequests: Int
+    /// The longest pause one 429 may cause, whatever its `retry_after` says (at most
+    /// ServerLimits.maxRetryAfter; shorter for tests).
+    public var maxRateLimitPause: Duration
 
     public init(
         baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(5), maxAttempts: Int = 5,
-        maxRateLimitWaits: Int = 10, rateLimitJitter: Duration = .milliseconds(250), maxConcurrentRequests: Int = 8
+        maxRateLimitWaits: Int = 10, rateLimitJitter: Duration = .milliseconds(250), maxConcurrentRequests: Int = 8,
+        maxRateLimitPause: Duration = .seconds(ServerLimits.maxRetryAfter)
     ) {
         precondition(maxAttempts >= 1 && maxConcurrentRequests >= 1)
         self.baseDelay = baseDelay
@@ -24,5 +28,6 @@ public struct RetryPolicy: Sendable, Equatable {
         self.maxRateLimitWaits = maxRateLimitWaits
         self.rateLimitJitter = rateLimitJitter
         self.maxConcurrentRequests = maxConcurrentRequests
+        self.maxRateLimitPause = maxRateLimitPause
     }
 }
