@@ -230,7 +230,7 @@ def test_every_documented_option_is_accepted(binary, fake, tmp_path):
     # A value for every option the help shows with a placeholder (e.g. "--threads N").
     samples = {"SECONDS": "5", "N": "4", "LEVEL": "info", "OPTIONS": "allow_other", "URL": fake.url,
                "FILE": str(tmp_path / "file"), "DIR": str(tmp_path / "dir"), "SIZE": "1048576",
-               "BYTES": "1048576", "MIB": "64", "KEY": "fakeappkey"}
+               "BYTES": "1048576", "MIB": "64", "KEY": "fakeappkey", "SPEC": "rpc=60,stall=20"}
     values = {}
     for option, placeholder in re.findall(r"(?<![\w-])(--[a-z][a-z-]+|-[a-z]) ([A-Z]+)\b", out):
         assert placeholder in samples, f"no sample value for {option} {placeholder}"
@@ -293,3 +293,12 @@ def test_auth_code_on_the_command_line_is_refused(binary, fake):
     result = dropboxfs(binary, "auth", "--app-key", "fakeappkey", "--code", "abc", env=env_for(fake, token=None))
     assert_fails(result, 2, "--code", "standard input")
     assert "abc" not in result[1] + result[2]
+
+
+@pytest.mark.parametrize("spec", ["bogus=1", "rpc=0", "stall=-1", "low-speed=1000", "max-pause=601", "rpc"])
+def test_bad_timeouts_are_usage_errors(binary, fake, empty_dir, spec):
+    """--timeouts is checked before anything is sent: exit 2 with a message naming it."""
+    fake.reset_stats()
+    assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", "--timeouts", spec, env=env_for(fake)), 2,
+                 "--timeouts")
+    assert fake.stats()["total"] == 0
