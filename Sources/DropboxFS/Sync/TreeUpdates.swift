@@ -53,7 +53,7 @@ extension Filesystem {
     ) {
         if case .deleted = entry {
             // Only what exists can be removed: never make folders for a deletion.
-            guard let path = EntryPath(entry), let parent = existingFolder(path.parent, in: s.tree) else { return }
+            guard let path = EntryPath(entry), let parent = s.tree.folder(atKeyPath: path.parent) else { return }
             s.tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
             return
         }
@@ -106,11 +106,12 @@ extension Filesystem {
                 madeBy = 0
             }
             if !s.hiddenPaths.isEmpty {
-                for end in position..<components.count where s.hiddenPaths.contains(path.prefix(components: end + 1)) {
+                for end in position..<components.count
+                where s.hiddenPaths.contains("/" + components.prefix(end + 1).joined(separator: "/")) {
                     return nil
                 }
             }
-            guard let name = path.displayName(ofParentComponent: position) else { return nil }
+            guard let name = path.displayName(ofParentComponent: position, of: components) else { return nil }
             let complete: Bool
             if case .changes = kind { complete = true } else { complete = false }
             guard
@@ -127,7 +128,7 @@ extension Filesystem {
     /// An entry whose name cannot be shown: whatever stands at its path (folders made from the
     /// paths of its children, which came first) goes, with the made folders it leaves empty.
     private func hide(_ path: EntryPath, in s: inout State, invalidations: inout [Invalidation]) {
-        guard let parent = existingFolder(path.parent, in: s.tree) else { return }
+        guard let parent = s.tree.folder(atKeyPath: path.parent) else { return }
         s.tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
         var current = parent
         while current != MetadataTree.rootIndex, let node = s.tree.node(current), node.attached, node.provisional,
@@ -137,18 +138,6 @@ extension Filesystem {
             s.tree.remove(current, invalidations: &invalidations)
             current = up
         }
-    }
-
-    /// The attached folder at a `path_lower`-style path, without making anything.
-    private func existingFolder(_ path: String, in tree: MetadataTree) -> UInt32? {
-        var current = MetadataTree.rootIndex
-        for component in path.utf8.split(separator: UInt8(ascii: "/")) {
-            guard case .found(let next) = tree.lookup(parent: current, key: FoldKey(alreadyFolded: Substring(component))),
-                tree.nodes[Int(next)].kind == .folder
-            else { return nil }
-            current = next
-        }
-        return current
     }
 
     /// Logs, once each, the folders made from paths that the listing of `epoch` (0: change batches)
@@ -199,15 +188,10 @@ struct EntryPath {
         parent.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
     }
 
-    /// The parent path's first `count` components, as a `path_lower` ("/a/b").
-    func prefix(components count: Int) -> String {
-        "/" + parentComponents.prefix(count).joined(separator: "/")
-    }
-
-    /// The name for a folder made from parent component `position`: the `path_display` component
-    /// when the display path has as many components as the key path, else the key component.
-    func displayName(ofParentComponent position: Int) -> NodeName? {
-        let components = parentComponents
+    /// The name for a folder made from parent component `position` (of `components`, the
+    /// `parentComponents`): the `path_display` component when the display path has as many
+    /// components as the key path, else the key component.
+    func displayName(ofParentComponent position: Int, of components: [Substring]) -> NodeName? {
         let display = (self.display ?? "").utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
         if display.count == components.count + 1, let name = NodeName(String(display[position])) { return name }
         return NodeName(String(components[position]))

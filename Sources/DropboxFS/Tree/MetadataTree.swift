@@ -164,20 +164,19 @@ struct MetadataTree {
         return parts.isEmpty ? "" : "/" + parts.reversed().joined(separator: "/")
     }
 
-    /// Resolves a Dropbox `path_lower`-style path ("/a/b") to the folder holding its last component.
-    /// Splits on the '/' byte: splitting the String would glue a component that starts with a
-    /// combining mark or joiner onto the '/' before it (one grapheme cluster).
-    func resolveParent(ofPath path: String) -> (parent: UInt32, last: Substring)? {
-        var components = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
-        guard let last = components.popLast() else { return nil }
+    /// The attached folder at a Dropbox `path_lower`-style path ("/a/b"; "" is the root), found by
+    /// its components as keys; nil when some component is missing or a file. Splits on the '/'
+    /// byte: splitting the String would glue a component that starts with a combining mark or
+    /// joiner onto the '/' before it (one grapheme cluster).
+    func folder(atKeyPath path: String) -> UInt32? {
         var current = Self.rootIndex
-        for component in components {
+        for component in path.utf8.split(separator: UInt8(ascii: "/")) {
             guard case .found(let next) = lookup(parent: current, key: FoldKey(alreadyFolded: Substring(component))),
                 nodes[Int(next)].kind == .folder
             else { return nil }
             current = next
         }
-        return (current, Substring(last))
+        return current
     }
 
     // MARK: Kernel lookup counts
