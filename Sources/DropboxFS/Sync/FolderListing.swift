@@ -77,30 +77,25 @@ extension Filesystem {
         defer { invalidations.publish(invalidated) }
         state.withLock { s in
             guard s.tree.node(folder)?.attached == true else { return }
-            // The later occurrence of a key wins; a `deleted` entry takes its key out.
-            var latest: [FoldKey: Int] = [:]
+            // The later occurrence of a key wins; a `deleted` entry takes its key out. Keys are
+            // distinct, so the survivors can be applied in any order.
+            var latest: [FoldKey: (entry: Metadata, name: NodeName)] = [:]
             latest.reserveCapacity(entries.count)
-            var names: [Int: NodeName] = [:]
-            names.reserveCapacity(entries.count)
-            for (position, entry) in entries.enumerated() {
+            for entry in entries {
                 if case .deleted = entry {
-                    if let key = Self.childKey(of: entry) { latest[key] = nil }
+                    if let key = EntryPath(entry)?.key { latest[key] = nil }
                     continue
                 }
                 // The name first: one the kernel cannot carry is hidden (and warned about) whatever
                 // its path looks like.
                 guard let name = validName(entry, in: &s) else { continue }
-                let key = Self.childKey(of: entry) ?? FoldKey(name.string)
-                latest[key] = position
-                names[position] = name
+                latest[EntryPath(entry)?.key ?? FoldKey(name.string)] = (entry, name)
             }
             var seen = Set<UInt32>()
             seen.reserveCapacity(latest.count)
-            for (key, position) in latest.sorted(by: { $0.value < $1.value }) {
-                guard let name = names[position] else { continue }
-                let entry = entries[position]
+            for (key, child) in latest {
                 if let index = s.tree.upsert(
-                    parent: folder, key: key, name: name, metadata: entry, invalidations: &invalidated)
+                    parent: folder, key: key, name: child.name, metadata: child.entry, invalidations: &invalidated)
                 {
                     seen.insert(index)
                 }
@@ -111,15 +106,6 @@ extension Filesystem {
                 apply(batch, as: .changes, in: &s, invalidations: &invalidated)
             }
         }
-    }
-
-    /// The key a folder listing files an entry under: the last component of its `path_lower`
-    /// (Dropbox's own folding), or our folding of its name when Dropbox sent no path.
-    static func childKey(of entry: Metadata) -> FoldKey? {
-        guard let pathLower = entry.pathLower else { return FoldKey(entry.name) }
-        guard let slash = pathLower.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
-        let last = Substring(pathLower)[pathLower.utf8.index(after: slash)...]
-        return last.isEmpty ? nil : FoldKey(alreadyFolded: last)
     }
 
     /// Parses an entry's name, logging each name the kernel cannot carry once.
