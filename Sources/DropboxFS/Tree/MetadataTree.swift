@@ -99,7 +99,7 @@ struct MetadataTree {
     func key(of index: UInt32) -> FoldKey? {
         let node = nodes[Int(index)]
         guard node.attached, index != Self.rootIndex, let folder = folderState(node.parent) else { return nil }
-        let guess = folder.oddKeys[ExactName(node.name)] ?? FoldKey(node.name)
+        let guess = folder.oddKeys.isEmpty ? FoldKey(node.name) : folder.oddKeys[ExactName(node.name)] ?? FoldKey(node.name)
         if folder.children[guess] == index { return guess }
         return folder.children.first { $0.value == index }?.key
     }
@@ -414,9 +414,7 @@ struct MetadataTree {
             // Most keys are the name itself (lower-case names): store the name's string as the key.
             let key = sameUTF8(key.folded, name) ? FoldKey(sharing: name) : key
             folders[parentSlot].children[key] = index
-            if !sameUTF8(key.folded, FoldKey(name).folded) {
-                folders[parentSlot].oddKeys[ExactName(name)] = key
-            }
+            noteKey(key, of: name, in: parentSlot)
             folders[parentSlot].version &+= 1
             if folders[parentSlot].complete {
                 folders[parentSlot].stamp &+= 1
@@ -437,13 +435,22 @@ struct MetadataTree {
         let old = nodes[Int(index)].name
         invalidations.append(.entry(parent: parent, name: old))
         invalidations.append(.inode(parent))
-        if folders[parentSlot].oddKeys[ExactName(old)] == key { folders[parentSlot].oddKeys[ExactName(old)] = nil }
-        if !sameUTF8(key.folded, FoldKey(name).folded) {
-            folders[parentSlot].oddKeys[ExactName(name)] = key
-        }
+        forgetKey(key, of: old, in: parentSlot)
+        noteKey(key, of: name, in: parentSlot)
         nodes[Int(index)].name = name
         folders[parentSlot].version &+= 1
         folders[parentSlot].stamp &+= 1
+    }
+
+    /// Records in oddKeys a child's key when it is not our folding of its name.
+    private mutating func noteKey(_ key: FoldKey, of name: String, in slot: Int) {
+        if !sameUTF8(key.folded, FoldKey(name).folded) { folders[slot].oddKeys[ExactName(name)] = key }
+    }
+
+    /// Removes a child's oddKeys record, if it has one.
+    private mutating func forgetKey(_ key: FoldKey, of name: String, in slot: Int) {
+        guard !folders[slot].oddKeys.isEmpty else { return }  // the common case: no hashing
+        if folders[slot].oddKeys[ExactName(name)] == key { folders[slot].oddKeys[ExactName(name)] = nil }
     }
 
     private mutating func detach(
@@ -451,8 +458,7 @@ struct MetadataTree {
     ) {
         if let parentSlot = folderSlot(parent) {
             folders[parentSlot].children[key] = nil
-            let name = ExactName(nodes[Int(index)].name)
-            if folders[parentSlot].oddKeys[name] == key { folders[parentSlot].oddKeys[name] = nil }
+            forgetKey(key, of: nodes[Int(index)].name, in: parentSlot)
             folders[parentSlot].version &+= 1
             folders[parentSlot].stamp &+= 1
         }
