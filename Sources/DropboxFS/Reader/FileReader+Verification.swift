@@ -122,7 +122,7 @@ extension FileReader {
             }
             let status = withState { s -> Status in
                 guard let content = s.contents[key] else { return .failed }
-                if content.attempt != attempt && content.size > options.wholeFileLimit { return .failed }
+                if content.passServedDamagedBytes(since: attempt, wholeFileLimit: options.wholeFileLimit) { return .failed }
                 switch content.verification {
                 case .verified, .unverifiable: return .done
                 case .failed: return .failed

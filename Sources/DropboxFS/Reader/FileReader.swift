@@ -151,12 +151,14 @@ final class FileReader: Sendable {
         if let early { return early }
         let attemptNow = s.contents[file.key]?.attempt ?? 0
         if offset == 0 || open.passAttempt == nil { open.passAttempt = attemptNow }
-        let large = file.size > options.wholeFileLimit
+        let pass = open.passAttempt ?? attemptNow
         // Every read reaching the end fails until the handle starts a new pass (at offset 0): the
         // kernel ignores a failed read-ahead and asks again, and that retry must fail too.
-        if large, let pass = open.passAttempt, pass != attemptNow, end == file.size {
+        if end == file.size,
+            s.contents[file.key]?.passServedDamagedBytes(since: pass, wholeFileLimit: options.wholeFileLimit) == true
+        {
             s.handles[handle] = open
-            throw .integrity("\(file.label): this pass read bytes of a download that did not match its content_hash")
+            throw ContentState.damagedPass(file.label)
         }
         let decision = ReadPolicy.decide(open.stream, offset: offset, length: length, fileSize: file.size, options: options)
         open.stream = decision.stream
@@ -167,7 +169,7 @@ final class FileReader: Sendable {
             open.stream.requestedUpTo = stopped
         }
         s.handles[handle] = open
-        let attempt = large ? open.passAttempt ?? attemptNow : attemptNow
+        let attempt = file.size > options.wholeFileLimit ? pass : attemptNow
         return .fetch(
             ReadPlan(
                 file: file, range: offset..<end, sequential: decision.sequential, verify: verify, waits: waits,
@@ -189,10 +191,10 @@ final class FileReader: Sendable {
                 if content.verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
                 // The read completing a pass over a large file whose download was found damaged
                 // (and started over) while the pass ran: the pass served damaged bytes.
-                if plan.range.upperBound == plan.file.size, plan.file.size > options.wholeFileLimit,
-                    content.attempt != attempt
+                if plan.range.upperBound == plan.file.size,
+                    content.passServedDamagedBytes(since: attempt, wholeFileLimit: options.wholeFileLimit)
                 {
-                    throw .integrity("\(plan.file.label): this pass read bytes of a download that did not match its content_hash")
+                    throw ContentState.damagedPass(plan.file.label)
                 }
                 let tick = s.nextTick()
                 if let pieces = s.contents[key]?.pieces(of: plan.range, tick: tick, sequential: plan.sequential) {

@@ -113,6 +113,18 @@ struct ContentState {
     /// The inodes opened with this content, whose kernel page cache holds its bytes.
     var inodes: Set<UInt64> = []
 
+    /// Whether a pass that began under download `attempt` has served bytes of a download since
+    /// found damaged (startOver). Only a large file's pass can have: a small file is checked before
+    /// any of its bytes is served.
+    func passServedDamagedBytes(since attempt: Int, wholeFileLimit: UInt64) -> Bool {
+        size > wholeFileLimit && self.attempt != attempt
+    }
+
+    /// The error of such a pass's read reaching the end.
+    static func damagedPass(_ label: String) -> FilesystemError {
+        .integrity("\(label): this pass read bytes of a download that did not match its content_hash")
+    }
+
     /// After a content_hash mismatch: forgets every byte and the hash state, so the file is
     /// downloaded again from the start (once; a second mismatch fails the file). Returns the buffer
     /// bytes released. Fetches still in flight find their segment gone and drop what they bring.
