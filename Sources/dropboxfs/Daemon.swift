@@ -58,19 +58,8 @@ enum Daemon {
         case .failure(let error):
             throw CommandFailure(.failure, "cannot start the background daemon: \(error.message)")
         }
-        var message: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 512)
         // One line answers; the pipe may stay open after it (helpers the daemon starts inherit it).
-        while !message.contains(UInt8(ascii: "\n")) {
-            let n = read(readEnd, &buffer, buffer.count)
-            if n > 0 {
-                message.append(contentsOf: buffer[0..<n])
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                break
-            }
-        }
+        let message = SelfSpawn.read(readEnd) { $0.contains(UInt8(ascii: "\n")) }
         let text = String(decoding: message, as: UTF8.self)
         if text.hasPrefix("ready") { return }
         // "fail <code> <message>"

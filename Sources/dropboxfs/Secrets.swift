@@ -29,18 +29,7 @@ enum Secrets {
     private static func take() -> String? {
         if getenv(tokenFDVariable) != nil {
             unsetenv(tokenFDVariable)
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while bytes.count <= 64 * 1024 {
-                let n = read(tokenFD, &buffer, buffer.count)
-                if n > 0 {
-                    bytes.append(contentsOf: buffer[0..<n])
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
+            let bytes = SelfSpawn.read(tokenFD) { $0.count > 64 * 1024 }
             close(tokenFD)
             unsetenv(tokenVariable)
             return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)

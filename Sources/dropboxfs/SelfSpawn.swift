@@ -22,6 +22,24 @@ enum SelfSpawn {
         return (fds[0], fds[1])
     }
 
+    /// Reads `fd` (a pipe end) until end of file, an error, or `enough` says the bytes so far will
+    /// do; EINTR is retried.
+    static func read(_ fd: Int32, until enough: ([UInt8]) -> Bool) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !enough(bytes) {
+            let n = Glibc.read(fd, &buffer, buffer.count)
+            if n > 0 {
+                bytes.append(contentsOf: buffer[0..<n])
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        return bytes
+    }
+
     /// Runs /proc/self/exe with `arguments` (argv[0] included) and `environment` ("NAME=value")
     /// in a new session; `files` sets up its descriptors. The pid, or the errno of the failure.
     static func start(
