@@ -442,16 +442,14 @@ def build_snapshot(st, cur, scope, view):
     return Snapshot(pages, cur.seq)
 
 
-def list_folder(st, cur, route_error, scope_error):
-    """list_folder in adversarial mode: build a snapshot, serve its first page."""
+def list_folder(st, cur, cursor_scope):
+    """list_folder in adversarial mode: build a snapshot, serve its first page.
+    ``cursor_scope(st, cur)`` is routes_files' check of a cursor: (folder, None) or (None, reply)."""
     tree = st.tree
     view = st.view_of(cur.view)
     for attempt in range(3):
         with tree.lock:
-            if cur.inst != st.instance or cur.epoch != tree.epoch:
-                return route_error({".tag": "reset"})
-            scope, err = tree.resolve(cur.scope, st.root_ns, st.home_ns)
-            bad = scope_error(tree, scope, err)
+            scope, bad = cursor_scope(st, cur)
             if bad is not None:
                 return bad
             missing = [n for n, _ in tree.iter_listing(scope, cur.recursive, [])

@@ -101,16 +101,25 @@ def _is_nondl(node):
     return node.children is None and node.extra is not None and "export_as" in node.extra
 
 
+def _cursor_scope(st, cur):
+    """(folder node, None) for the folder cursor ``cur`` lists, or (None, the reply that ends
+    it): 409 reset for another instance or epoch, a lookup error when the folder is gone. Caller
+    holds the lock."""
+    tree = st.tree
+    if cur.inst != st.instance or cur.epoch != tree.epoch:
+        return None, route_error({".tag": "reset"})
+    scope, err = tree.resolve(cur.scope, st.root_ns, st.home_ns)
+    bad = _scope_error(tree, scope, err)
+    return (None, bad) if bad is not None else (scope, None)
+
+
 def _page(st, cur):
     """Serve one page for cursor ``cur`` (in the cursor's view); returns a Reply."""
     tree = st.tree
     view = st.view_of(cur.view)
     items = []           # ("node", node) | ("md", dict) | ("ev", event)
     with tree.lock:
-        if cur.inst != st.instance or cur.epoch != tree.epoch:
-            return route_error({".tag": "reset"})
-        scope, err = tree.resolve(cur.scope, st.root_ns, st.home_ns)
-        bad = _scope_error(tree, scope, err)
+        scope, bad = _cursor_scope(st, cur)
         if bad is not None:
             return bad
         if cur.phase == "S":
@@ -271,7 +280,7 @@ def list_folder(st, req, arg):
                      nondl, limit, len(tree.journal), phase="L", keypath=None,
                      view=view.tag)
     if st.adv.modes:
-        got = adversarial.list_folder(st, cur, route_error, _scope_error)
+        got = adversarial.list_folder(st, cur, _cursor_scope)
         if isinstance(got, Reply):
             return got
         parts, nxt, has_more = got
