@@ -2,10 +2,11 @@
 // dropboxfs: a read-only FUSE filesystem for Dropbox.
 //
 // Layers (see docs/ARCHITECTURE.md):
-//   CFuse, CCurl, CCrypto  system libraries (module maps only)
+//   CFuse, CCurl, CCrypto, CSQLite  system libraries (module maps only)
 //   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
 //   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
-//   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table
+//   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table,
+//                          and the tree store (the tree and its cursor in SQLite across mounts)
 //   FUSEAdapter            the thin libfuse3 lowlevel layer over DropboxFS
 //   dropboxfs              the command-line tool
 import PackageDescription
@@ -31,6 +32,11 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(
             name: "CShim",
             dependencies: ["CCurl"]
@@ -41,7 +47,7 @@ let package = Package(
         ),
         .target(
             name: "DropboxFS",
-            dependencies: ["DropboxAPI"]
+            dependencies: ["DropboxAPI", "CSQLite"]
         ),
         .target(
             name: "FUSEAdapter",

@@ -5,6 +5,7 @@
 //
 // Locking: `state` (one Mutex) guards the tree, the in-flight listings, the sync progress, the
 // hidden-name memory and the change replay. It is never held across an `await` or a network call.
+// The tree store and the connectivity state have locks of their own, never taken around `state`.
 
 import DropboxAPI
 import Synchronization
@@ -43,6 +44,11 @@ public struct FilesystemOptions: Sendable {
     public var fillRetryScale: Double
     /// File reads: prefetch, buffer memory cap, disk cache (Reader/ReaderOptions.swift).
     public var reader: ReaderOptions
+    /// Where the tree and its cursor are kept across mounts (Store/TreeStore.swift); nil keeps
+    /// everything in memory. Used with prefetch and watchChanges only.
+    public var store: TreeStore?
+    /// While offline, the change watcher tries Dropbox again at least this often (seconds).
+    public var offlineRetry: Double
     /// Monotonic seconds; injectable for tests.
     public var monotonicNow: @Sendable () -> Double
 
@@ -60,6 +66,8 @@ public struct FilesystemOptions: Sendable {
         invalidationRepeat: Double? = 1,
         fillRetryScale: Double = 1,
         reader: ReaderOptions = ReaderOptions(),
+        store: TreeStore? = nil,
+        offlineRetry: Double = 10,
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
         self.ownership = ownership
@@ -75,6 +83,8 @@ public struct FilesystemOptions: Sendable {
         self.invalidationRepeat = invalidationRepeat
         self.fillRetryScale = fillRetryScale
         self.reader = reader
+        self.store = store
+        self.offlineRetry = offlineRetry
         self.monotonicNow = monotonicNow
     }
 }
@@ -105,21 +115,49 @@ public final class Filesystem: Sendable {
         var lastBranchListing: Double = -.infinity
         /// The tasks of running recursive listings by top folder, cancelled by `stop`.
         var listingTasks: [UInt32: Task<Void, Never>] = [:]
+        /// The tree came from the store: it is complete, and the watcher catches up from `cursor`
+        /// (or, without one, a refill runs while it is served).
+        var restored = false
     }
 
+    /// The client of user-driven requests (lookups, listings, reads, space usage): fails at once
+    /// while offline (Sync/Connectivity.swift).
     let client: any DropboxClient
+    /// The client of the change watcher and the whole-account fill, which keep trying while offline.
+    let syncClient: any DropboxClient
+    public let connectivity: Connectivity
+    /// Fired when the tree first matches Dropbox: the whole-account fill completed, or a restored
+    /// tree caught up with the changes since its stored cursor.
+    let caughtUp = CompletionSignal()
     let options: FilesystemOptions
     let state: Mutex<State>
     let invalidations: InvalidationPublisher
     /// Open files and their bytes; guarded by its own lock, never taken while `state` is held.
     let reader: FileReader
 
-    public init(client: any DropboxClient, options: FilesystemOptions = FilesystemOptions()) {
-        self.client = client
+    /// `restoring`: a tree read back from `options.store`, served at once and caught up from its
+    /// cursor. `connectivity`: offline from the start when the mount could not reach Dropbox.
+    public init(
+        client: any DropboxClient, options: FilesystemOptions = FilesystemOptions(), restoring stored: StoredTree? = nil,
+        connectivity: Connectivity = Connectivity()
+    ) {
+        self.connectivity = connectivity
+        let gate = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: true)
+        self.client = gate
+        self.syncClient = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false)
         self.options = options
-        self.state = Mutex(State(tree: MetadataTree(folderTime: options.folderTime)))
+        var initial = State(tree: stored?.tree ?? MetadataTree(folderTime: options.folderTime))
+        if options.store != nil { initial.tree.trackChanges() }
+        if let stored {
+            initial.cursor = stored.cursor
+            initial.restored = true
+            initial.progress.restoredEntries = stored.entryCount
+            initial.progress.storedSyncedAt = stored.syncedAt
+            initial.progress.phase = stored.cursor == nil ? .filling : .watching
+        }
+        self.state = Mutex(initial)
         self.invalidations = InvalidationPublisher(repeatAfter: options.invalidationRepeat)
-        self.reader = FileReader(client: client, options: options.reader)
+        self.reader = FileReader(client: gate, options: options.reader)
     }
 
     public static func monotonicSeconds() -> Double {

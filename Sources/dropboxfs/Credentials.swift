@@ -13,6 +13,9 @@ import DropboxAPI
 struct ResolvedCredentials {
     var tokens: any AccessTokenProvider
     var source: String
+    /// The account the stored sign-in belongs to (nil for a bare access token): how an offline
+    /// mount finds its stored tree without asking Dropbox.
+    var accountID: String? = nil
 }
 
 enum Credentials {
@@ -30,7 +33,7 @@ enum Credentials {
                 appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport, timeouts: timeouts)
             return ResolvedCredentials(
                 tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
-                source: "stored sign-in (\(CredentialStore.path(environment)))")
+                source: "stored sign-in (\(CredentialStore.path(environment)))", accountID: stored.accountId)
         }
         throw CommandFailure(
             .credentials,

@@ -83,7 +83,14 @@ enum Help {
           --home-only                 in a Dropbox team space, show only your own folder instead of
                                       the whole team space (team folders and your folder)
           --cache-dir DIR             cache folder (default $XDG_CACHE_HOME/dropboxfs, i.e.
-                                      ~/.cache/dropboxfs); file contents go to DIR/content
+                                      ~/.cache/dropboxfs); file contents go to DIR/content, the
+                                      stored tree of each account to DIR/trees
+          --no-persist                keep the tree in memory only: do not store it for the next
+                                      mount (stored trees make remounts instant and let a mount
+                                      come up offline; clear them with rm -r DIR/trees)
+          --fresh                     never serve a stored tree that may be older than Dropbox:
+                                      fail when Dropbox cannot be reached, and catch up before
+                                      the mount appears (for scripts)
           --cache-size SIZE           cap of the disk content cache, e.g. 512M or 4G (default 1G);
                                       least recently used files are removed first
           --no-disk-cache             keep downloaded file contents in memory only

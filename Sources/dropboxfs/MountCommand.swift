@@ -23,7 +23,7 @@ enum MountCommand {
         switches: [
             "f": "foreground", "foreground": "foreground", "allow-other": "allow-other",
             "allow-non-empty": "allow-non-empty", "no-prefetch": "no-prefetch", "no-watch": "no-watch",
-            "no-disk-cache": "no-disk-cache", "home-only": "home-only", "d": "debug", "debug": "debug", "h": "help", "help": "help",
+            "no-disk-cache": "no-disk-cache", "home-only": "home-only", "no-persist": "no-persist", "fresh": "fresh", "d": "debug", "debug": "debug", "h": "help", "help": "help",
         ])
 
     static func run(_ arguments: [String]) throws -> ExitCode {
@@ -56,23 +56,39 @@ enum MountCommand {
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
             pacer: Pacer(policy: configuration.retryPolicy), configuration: configuration.http)
-        let account = try AccountCheck.verify(homeClient, endpoints: configuration.endpoints)
-        // A team-space member sees the whole team space (their own folder is one folder of it).
-        let client = homeClient.with(
-            pathRoot: PathRoot.forAccount(account.rootInfo, homeOnly: configuration.homeOnly))
-        try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
+        let target = try MountTarget.resolve(
+            configuration, client: homeClient, accountID: credentials.accountID, mountpoint: mountpoint)
+        let client = homeClient.with(pathRoot: target.identity.pathRoot)
+        // A stored tree is caught up from its cursor, a request that needs the same permission as
+        // this check; without one, check before mounting.
+        if !target.offline && !(configuration.persist && StoredTrees.hasTree(configuration, identity: target.identity)) {
+            try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
+        }
 
         if !configuration.foreground && !Daemon.isChild {
             try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())
-            printOut("dropboxfs: mounted \(Log.escaped(account.email))'s Dropbox on \(mountpoint) (unmount: fusermount3 -u \(mountpoint))")
+            let offline = target.offline ? " offline, from the stored tree (Dropbox cannot be reached)" : ""
+            printOut("dropboxfs: mounted \(Log.escaped(target.email))'s Dropbox on \(mountpoint)\(offline) (unmount: fusermount3 -u \(mountpoint))")
             return .success
         }
 
+        var store: TreeStore?
+        var stored: StoredTree?
+        if configuration.persist {
+            store = StoredTrees.open(configuration, identity: target.identity, email: target.email, mountpoint: mountpoint)
+            stored = store?.loadTree(folderTime: Int64(time(nil)), now: Filesystem.monotonicSeconds())
+        }
+        if target.offline && stored == nil {
+            store?.close()
+            throw CommandFailure(.unreachable, "cannot reach Dropbox, and the stored tree of this account cannot be used")
+        }
         let core = Filesystem(
             client: client,
             options: FilesystemOptions(
                 folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
-                prefetch: configuration.prefetch, watchChanges: configuration.watch, reader: configuration.reader))
+                prefetch: configuration.prefetch, watchChanges: configuration.watch, reader: configuration.reader,
+                store: store),
+            restoring: stored, connectivity: Connectivity(offline: target.offline))
         let adapter = FUSEFilesystem(
             core: core,
             timeouts: CacheTimeouts(
@@ -82,16 +98,30 @@ enum MountCommand {
             filesystem: adapter, mountpoint: mountpoint, mountOptions: configuration.mountOptions,
             maxThreads: configuration.threads)
         core.setInvalidationHandler { session.invalidate($0) }
-        defer { core.stop() }
+        defer {
+            core.stop()
+            store?.close()
+        }
+        let syncing = stored != nil
+        if let stored {
+            Log.info(
+                "serving the stored tree: \(stored.entryCount) entries, as of \(Connectivity.timestamp(stored.syncedAt))")
+            // Catch up before the mount appears, briefly: most remounts then show a current tree at
+            // once; a long catch-up (or --fresh: any) goes on while the stored tree is served.
+            core.startSync()
+            if !target.offline {
+                let limit = configuration.fresh ? Double.infinity : 2
+                let current = (try? runBlocking { await core.waitUntilCaughtUp(seconds: limit) }) ?? false
+                if !current { Log.info("still catching up with Dropbox; serving the stored tree meanwhile") }
+            }
+        }
         var guardHandle: MountGuard.Handle?
         do {
             try session.run {
-                Log.info("mounted \(account.email)'s Dropbox on \(mountpoint)")
-                if let line = TeamSpace.mountLine(account.rootInfo, homeOnly: configuration.homeOnly) {
-                    Log.info(line)
-                }
+                Log.info("mounted \(target.email)'s Dropbox on \(mountpoint)\(target.offline ? " offline" : "")")
+                if let line = target.teamLine { Log.info(line) }
                 guardHandle = MountGuard.start(mountpoint: mountpoint)
-                core.startSync()
+                if !syncing { core.startSync() }
                 Daemon.reportReady()
             }
         } catch {
@@ -125,6 +155,12 @@ struct MountConfiguration {
     var mountOptions: [String]
     /// File reads: buffer memory cap and the disk content cache.
     var reader: ReaderOptions
+    /// --cache-dir, or $XDG_CACHE_HOME/dropboxfs: the disk cache (content/) and stored trees (trees/).
+    var cacheFolder: String
+    /// Keep the tree and its cursor across mounts (not with --no-persist, --no-prefetch, --no-watch).
+    var persist: Bool
+    /// --fresh: never serve a stored tree older than Dropbox (no offline mount; wait for the catch-up).
+    var fresh: Bool
     /// Request deadlines and the longest 429 pause (--timeouts).
     var http: DropboxHTTPClient.Configuration
     var retryPolicy: RetryPolicy
@@ -176,7 +212,10 @@ struct MountConfiguration {
             logLevel = .info
         }
         logFile = parsed.value("log-file")
-        reader = try Self.readerOptions(parsed, environment: environment)
+        cacheFolder = try Self.cacheFolder(parsed, environment: environment)
+        reader = try Self.readerOptions(parsed, folder: cacheFolder)
+        persist = prefetch && watch && !parsed.has("no-persist")
+        fresh = parsed.has("fresh")
         (http, retryPolicy) = try TimeoutOption.parse(parsed.value("timeouts"))
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=dropboxfs",
@@ -207,22 +246,24 @@ struct MountConfiguration {
         return folder + "/dropboxfs.log"
     }
 
-    /// --read-buffer-memory, and the disk cache in CACHE_DIR/content (CACHE_DIR from --cache-dir,
-    /// default $XDG_CACHE_HOME/dropboxfs) capped at --cache-size, unless --no-disk-cache.
-    private static func readerOptions(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) -> ReaderOptions {
+    /// CACHE_DIR: --cache-dir, default $XDG_CACHE_HOME/dropboxfs.
+    private static func cacheFolder(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) -> String {
+        if let given = parsed.value("cache-dir") {
+            guard !given.isEmpty else { throw UsageError(description: "--cache-dir needs a folder") }
+            return given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+        }
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (environment["HOME"] ?? "/root") + "/.cache"
+        return cache + "/dropboxfs"
+    }
+
+    /// --read-buffer-memory, and the disk cache in CACHE_DIR/content capped at --cache-size,
+    /// unless --no-disk-cache.
+    private static func readerOptions(_ parsed: ParsedArguments, folder: String) throws(UsageError) -> ReaderOptions {
         let memory = try byteCount(parsed.value("read-buffer-memory"), name: "--read-buffer-memory", default: 256 << 20)
         guard memory >= 1 << 20 else { throw UsageError(description: "--read-buffer-memory must be at least 1M") }
         let capacity = try byteCount(parsed.value("cache-size"), name: "--cache-size", default: 1 << 30)
         guard !parsed.has("no-disk-cache"), capacity > 0 else { return ReaderOptions(memoryLimit: memory) }
-        var folder: String
-        if let given = parsed.value("cache-dir") {
-            guard !given.isEmpty else { throw UsageError(description: "--cache-dir needs a folder") }
-            folder = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
-        } else {
-            let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? (environment["HOME"] ?? "/root") + "/.cache"
-            folder = cache + "/dropboxfs"
-        }
         return ReaderOptions(
             memoryLimit: memory, diskCache: DiskCacheOptions(directory: folder + "/content", capacity: capacity))
     }

@@ -57,10 +57,19 @@ enum StatusCommand {
             printOut("mounts:      none")
         } else {
             for mount in mounts {
-                printOut("mount:       \(mount) \(readStatus(mount) ?? "(status unavailable)")")
+                let status = readStatus(mount)
+                printOut("mount:       \(mount) \(status ?? "(status unavailable)")")
+                if let since = status.flatMap({ field("offline_since", in: $0) }) {
+                    printOut("             offline since \(since): Dropbox cannot be reached; serving the known tree")
+                }
             }
         }
         return result
+    }
+
+    /// The value of `key=value` in a status line, nil when absent.
+    static func field(_ key: String, in line: String) -> String? {
+        line.split(separator: " ").first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
     }
 
     static func spaceLine(_ usage: SpaceUsage) -> String {

@@ -81,6 +81,9 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case connectionLost
         case tls
         case cancelled
+        /// Not tried: Dropbox has been unreachable and the request would only wait (the
+        /// filesystem's connectivity gate answers this at once while offline).
+        case offline
         case other
     }
 

@@ -32,7 +32,7 @@ extension TransportError {
     public var isTransient: Bool {
         switch kind {
         case .timeout, .couldNotConnect, .connectionLost: return true
-        case .tls, .cancelled, .other: return false
+        case .tls, .cancelled, .offline, .other: return false
         }
     }
 }

@@ -26,6 +26,7 @@ extension FilesystemError {
         case .remote: return EIO
         case .integrity: return EIO
         case .interrupted: return EINTR
+        case .offline: return ENETUNREACH
         }
     }
 
@@ -38,6 +39,7 @@ extension FilesystemError {
         case .unsupportedFile: self = .notDownloadable
         case .authentication(let failure): self = .accessDenied(DropboxError.authentication(failure).description)
         case .accessDenied: self = .accessDenied(error.description)
+        case .transport(let failure) where failure.kind == .offline || failure.kind == .couldNotConnect: self = .offline
         default: self = .remote(error.description)
         }
     }

@@ -32,4 +32,7 @@ public enum FilesystemError: Error, Sendable, Equatable {
     case integrity(String)
     /// The request was interrupted (EINTR).
     case interrupted
+    /// Dropbox cannot be reached, and what was asked is not in memory or the disk cache
+    /// (ENETUNREACH): answered at once while the mount is offline (Sync/Connectivity.swift).
+    case offline
 }

@@ -4,6 +4,10 @@
 // replaces the tree (entries it no longer sees are removed); without, every folder is listed again
 // when next needed. A whole-account listing that fails is started again after a pause (1, 2, 4 ...
 // 60 s), so the mount never stays half-filled; meanwhile folders are listed one by one when needed.
+// A tree restored from the store starts from its stored cursor: one list_folder/continue catches up
+// with what changed while unmounted. After a failure, and while Dropbox cannot be reached (retried
+// at least every `offlineRetry` seconds), the next request is again a continue, so a mount coming
+// back online catches up at once.
 
 import DropboxAPI
 
@@ -28,20 +32,36 @@ extension Filesystem {
     }
 
     private func runSync() async {
-        var cursor = await establishCursor()
+        let stored = state.withLock { s in s.restored ? s.cursor : nil }
+        // A restored tree catches up from its cursor first; a restored tree without one (its
+        // refill was cut short) is served while it is listed again.
+        var catchUp = stored != nil
+        var cursor = stored
+        if stored == nil {
+            cursor = await establishCursor()
+        }
         guard options.watchChanges else { return }
-        state.withLock { $0.progress.phase = options.prefetch ? .watching : .lazy }
+        if !catchUp {
+            state.withLock { $0.progress.phase = options.prefetch ? .watching : .lazy }
+        }
         guard !Task.isCancelled else { return }
         var failures = 0
         while !Task.isCancelled {
             guard let current = cursor else {
                 failures += 1
-                await pause(seconds: Self.retryDelay(failures: failures))
+                await pause(seconds: retryDelay(failures: failures))
                 cursor = await establishCursor()
                 continue
             }
             do {
-                let poll = try await client.listFolderLongpoll(cursor: current, timeoutSeconds: options.longpollTimeout)
+                if catchUp {
+                    cursor = try await applyChanges(since: current)
+                    catchUp = false
+                    failures = 0
+                    caughtUp.fire()
+                    continue
+                }
+                let poll = try await syncClient.listFolderLongpoll(cursor: current, timeoutSeconds: options.longpollTimeout)
                 if poll.changes { cursor = try await applyChanges(since: current) }
                 failures = 0
                 if let backoff = poll.backoff { await pause(seconds: Double(backoff)) }
@@ -49,11 +69,16 @@ extension Filesystem {
                 Log.warning("the Dropbox cursor was reset; rebuilding the tree")
                 state.withLock { $0.progress.resets += 1 }
                 cursor = await recoverFromReset()
+                catchUp = false
             } catch {
                 if Task.isCancelled { break }  // unmounting
                 failures += 1
-                let delay = Self.retryDelay(failures: failures)
-                Log.warning("watching for changes failed (\(error)); retrying in \(Int(delay)) s")
+                let delay = retryDelay(failures: failures)
+                // Offline is logged once by Connectivity, not at every try.
+                if !connectivity.isOffline {
+                    Log.warning("watching for changes failed (\(error)); retrying in \(Int(delay)) s")
+                }
+                catchUp = true
                 await pause(seconds: delay)
             }
         }
@@ -66,10 +91,13 @@ extension Filesystem {
             while !Task.isCancelled {
                 let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
                 if let listing { _ = await listing.done.wait(seconds: .infinity) }
-                if let cursor = state.withLock({ $0.cursor }) { return cursor }
+                if let cursor = state.withLock({ $0.cursor }) {
+                    caughtUp.fire()
+                    return cursor
+                }
                 if Task.isCancelled { break }
                 failures += 1
-                let delay = Self.retryDelay(failures: failures) * options.fillRetryScale
+                let delay = retryDelay(failures: failures) * options.fillRetryScale
                 Log.warning(
                     "the listing of the whole account failed (\(failures) in a row); starting it again in "
                         + "\(delay) s, folders are listed one by one meanwhile")
@@ -79,9 +107,10 @@ extension Filesystem {
         }
         guard options.watchChanges else { return nil }
         do {
-            let cursor = try await client.listFolderGetLatestCursor(
+            let cursor = try await syncClient.listFolderGetLatestCursor(
                 ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
             state.withLock { $0.cursor = cursor }
+            caughtUp.fire()
             return cursor
         } catch {
             Log.warning("cannot get a change cursor: \(error)")
@@ -94,11 +123,10 @@ extension Filesystem {
         var cursor = cursor
         var bounds = ListingBounds()
         while true {
-            let page = try await client.listFolderContinue(cursor: cursor)
+            let page = try await syncClient.listFolderContinue(cursor: cursor)
             try bounds.check(page)
-            applyPage(page.entries, as: .changes)
+            applyPage(page.entries, as: .changes, cursor: page.cursor)
             cursor = page.cursor
-            state.withLock { $0.cursor = page.cursor }
             if !page.hasMore {
                 state.withLock { reportUnconfirmedFolders(madeBy: 0, in: &$0) }
                 return cursor
@@ -107,7 +135,10 @@ extension Filesystem {
     }
 
     private func recoverFromReset() async -> String? {
-        state.withLock { $0.cursor = nil }
+        state.withLock { s in
+            s.cursor = nil
+            persist(in: &s, cursor: .clear)
+        }
         if options.prefetch { return await establishCursor() }
         var invalidated: [Invalidation] = []
         state.withLock { s in
@@ -123,6 +154,13 @@ extension Filesystem {
     /// Backoff between failed watcher rounds: 1, 2, 4 ... 60 seconds.
     static func retryDelay(failures: Int) -> Double {
         min(60, Double(1 << min(failures - 1, 6)))
+    }
+
+    /// The backoff, at most `offlineRetry` while Dropbox cannot be reached, so a mount notices
+    /// soon that the network is back.
+    private func retryDelay(failures: Int) -> Double {
+        let delay = Self.retryDelay(failures: failures)
+        return connectivity.isOffline ? min(delay, options.offlineRetry) : delay
     }
 
     private func pause(seconds: Double) async {

@@ -98,7 +98,10 @@ extension Filesystem {
         do {
             var lastReport = listing.startedAt
             let arg = ListFolderArg(path: path, recursive: true, limit: options.pageLimit)
-            let finalCursor = try await client.listFolderAll(arg) { page in
+            // The whole-account fill keeps trying while offline (it is what finds Dropbox again
+            // when a refill is due); subtree listings are on behalf of a waiting user.
+            let lister = isWholeAccount ? syncClient : client
+            let finalCursor = try await lister.listFolderAll(arg) { page in
                 applyPage(page.entries, as: .listing(epoch: listing.epoch))
                 if page.undecodableEntries > 0 {
                     Log.warning("listing of \(label) skipped \(page.undecodableEntries) undecodable entries")
@@ -124,6 +127,9 @@ extension Filesystem {
                     s.cursor = finalCursor
                     s.progress.fillSeconds = now - listing.startedAt
                     s.progress.phase = options.watchChanges ? .watching : .complete
+                    persist(in: &s, cursor: .set(finalCursor))
+                } else {
+                    persist(in: &s)
                 }
             }
             invalidations.publish(invalidated)

@@ -31,10 +31,20 @@ public struct SyncProgress: Sendable, Equatable {
     public var lastFailure: String?
     /// Folders made from their entries' paths whose own entry never came (TreeUpdates.swift).
     public var madeFolders: Int = 0
+    /// Entries read back from the tree store at mount (0: the tree was listed afresh), and when
+    /// that tree last matched Dropbox (seconds since the epoch).
+    public var restoredEntries: Int = 0
+    public var storedSyncedAt: Int64 = 0
 
-    /// One line for the log and the status attribute.
-    public func summary(entriesInTree: Int, now: Double) -> String {
+    /// One line for the log and the status attribute; `offlineSince` (seconds since the epoch)
+    /// while Dropbox cannot be reached.
+    public func summary(entriesInTree: Int, now: Double, offlineSince: Int64? = nil) -> String {
         var parts = ["phase=\(phase.rawValue)", "entries=\(entriesInTree)", "pages=\(pages)"]
+        if let offlineSince { parts.append("offline_since=\(Connectivity.timestamp(offlineSince))") }
+        if restoredEntries > 0 {
+            parts.append("restored=\(restoredEntries)")
+            if storedSyncedAt > 0 { parts.append("stored_as_of=\(Connectivity.timestamp(storedSyncedAt))") }
+        }
         let elapsed = fillSeconds ?? (phase == .filling ? now - fillStarted : 0)
         if elapsed > 0 {
             parts.append("fill_seconds=\(Double(Int(elapsed * 10)) / 10)")
@@ -58,6 +68,7 @@ extension Filesystem {
     /// The sync engine's progress, as one line of `key=value` pairs.
     public func syncStatus() -> String {
         let now = options.monotonicNow()
-        return state.withLock { $0.progress.summary(entriesInTree: $0.tree.liveCount, now: now) }
+        let offline = connectivity.since
+        return state.withLock { $0.progress.summary(entriesInTree: $0.tree.liveCount, now: now, offlineSince: offline) }
     }
 }

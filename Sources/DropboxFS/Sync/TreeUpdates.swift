@@ -20,9 +20,10 @@ extension Filesystem {
         case changes
     }
 
-    /// Applies one page and returns how many entries it held.
+    /// Applies one page and returns how many entries it held. A change page comes with its
+    /// `cursor`, which becomes the tree's cursor in the same step (and the same stored batch).
     @discardableResult
-    func applyPage(_ entries: [Metadata], as kind: PageKind) -> Int {
+    func applyPage(_ entries: [Metadata], as kind: PageKind, cursor: String? = nil) -> Int {
         var invalidated: [Invalidation] = []
         state.withLock { s in
             apply(entries, as: kind, in: &s, invalidations: &invalidated)
@@ -34,6 +35,8 @@ extension Filesystem {
                 s.progress.deltaBatches += 1
                 s.changeReplay.record(entries)
             }
+            if let cursor { s.cursor = cursor }
+            persist(in: &s, cursor: cursor.map { .set($0) } ?? .keep)
         }
         invalidations.publish(invalidated)
         return entries.count

@@ -32,22 +32,29 @@ enum ChildLookup: Equatable {
 struct MetadataTree {
     static let rootIndex: UInt32 = 1
 
+    // The storage below is internal (not private) only for MetadataTree+Store.swift, which rebuilds
+    // it from the tree store in one pass; everything else goes through the methods of this file.
+
     /// Index 0 is unused so that an index is also a valid FUSE inode number (the root is 1).
-    private(set) var nodes = NodeStore()
+    internal(set) var nodes = NodeStore()
     /// Folder state by `Node.folderSlot`; slot 0 is unused (files point there).
-    private var folders: [FolderState] = [FolderState()]
+    var folders: [FolderState] = [FolderState()]
     /// Slots of released folders; reused for new folders.
     private var freeFolderSlots: [UInt32] = []
-    private(set) var symlinkTargets: [UInt32: String] = [:]
+    internal(set) var symlinkTargets: [UInt32: String] = [:]
     /// Indices of detached nodes whose records were released, reused for new entries oldest
     /// first (from `freeHead` on), so a released node keeps its name and parent as long as
     /// possible: a folder listing read in pieces resumes after such a node by its name.
-    private var freeList: [UInt32] = []
+    var freeList: [UInt32] = []
     private var freeHead = 0
     /// The generation given to the next allocated node.
-    private var nextGeneration: UInt64 = 1
+    var nextGeneration: UInt64 = 1
     /// How many nodes are attached (for statfs and progress).
-    private(set) var liveCount = 1
+    internal(set) var liveCount = 1
+    /// Indices whose record changed (added, updated, renamed or removed) since the tree store last
+    /// took them (MetadataTree+Store.swift); nil when the tree is not stored, so an in-memory mount
+    /// pays nothing.
+    var changedIndices: Set<UInt32>?
     /// Attached provisional folders not yet reported, with the listing epoch that made them (0: a
     /// change batch), so the sync engine can log each one whose own entry never came, once.
     private(set) var unconfirmedFolders: [UInt32: UInt32] = [:]
@@ -347,7 +354,7 @@ struct MetadataTree {
         folderSlot(index).map { folders[$0] }
     }
 
-    private mutating func allocateFolder(_ state: FolderState) -> UInt32 {
+    mutating func allocateFolder(_ state: FolderState) -> UInt32 {
         if let slot = freeFolderSlots.popLast() {
             folders[Int(slot)] = state
             return slot
@@ -357,6 +364,7 @@ struct MetadataTree {
     }
 
     private mutating func fill(_ index: UInt32, from metadata: Metadata) {
+        changedIndices?.insert(index)
         switch metadata {
         case .file(let file):
             nodes[Int(index)].id = file.id
@@ -408,6 +416,7 @@ struct MetadataTree {
         if node.kind == .folder { node.folderSlot = allocateFolder(FolderState(complete: complete)) }
         let name = node.name
         let index = allocate(node)
+        changedIndices?.insert(index)
         // Only a complete folder can have told the kernel "no such name" or filled its readdir
         // cache, so only its changes need kernel invalidation.
         if let parentSlot = folderSlot(parent) {
@@ -438,12 +447,13 @@ struct MetadataTree {
         forgetKey(key, of: old, in: parentSlot)
         noteKey(key, of: name, in: parentSlot)
         nodes[Int(index)].name = name
+        changedIndices?.insert(index)
         folders[parentSlot].version &+= 1
         folders[parentSlot].stamp &+= 1
     }
 
     /// Records in oddKeys a child's key when it is not our folding of its name.
-    private mutating func noteKey(_ key: FoldKey, of name: String, in slot: Int) {
+    mutating func noteKey(_ key: FoldKey, of name: String, in slot: Int) {
         if !sameUTF8(key.folded, FoldKey(name).folded) { folders[slot].oddKeys[ExactName(name)] = key }
     }
 
@@ -472,6 +482,7 @@ struct MetadataTree {
                 folders[slot] = FolderState(children: [:], complete: true, listedAt: 0, stamp: folders[slot].stamp &+ 1)
             }
             unconfirmedFolders[current] = nil
+            changedIndices?.insert(current)
             nodes[Int(current)].attached = false
             liveCount -= 1
             invalidations.append(.inode(UInt64(current)))

@@ -1,0 +1,476 @@
+// The tree store: the metadata tree and its change cursor, kept across mounts in one SQLite database
+// per account, path root and server, so a remount serves the last known tree at once (and offline)
+// and catches up with one list_folder/continue (docs/ARCHITECTURE.md, "Tree store").
+//
+// The rows mirror the in-memory tree as of the last batch written: the sync engine hands over each
+// change batch together with its cursor, and each batch is one transaction, so the file always holds
+// a state the tree was in (and, once the whole-account fill has completed, a state Dropbox had). The
+// whole-account fill writes page by page with no cursor and records its completion with the cursor;
+// a tree whose fill never completed is not served again. WAL journaling makes a `kill -9` at any
+// moment leave the last committed batch.
+//
+// A database of another account, root, server or schema, or a damaged one, is set aside (renamed
+// with a `.bad-TIME` suffix) and rebuilt, with one log line. A lock file held for the life of the
+// mount keeps a second mount of the same account out (it runs in memory only). Tokens are never
+// stored here.
+//
+// Threads: every SQLite call runs on `queue` (serial), so batches are written in the order they are
+// submitted, off the tree lock. `state` (a Mutex) guards only whether the store still writes.
+
+import CSQLite
+import DropboxAPI
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Which stored tree a mount uses: the account, the root it shows, and the server it talks to.
+public struct TreeStoreIdentity: Sendable, Equatable {
+    public var accountID: String
+    public var pathRoot: PathRoot
+    /// The API base URL: trees of different servers (test servers among them) never mix.
+    public var endpoint: String
+
+    public init(accountID: String, pathRoot: PathRoot, endpoint: String) {
+        self.accountID = accountID
+        self.pathRoot = pathRoot
+        self.endpoint = endpoint
+    }
+
+    /// "home" or the root namespace id, as stored.
+    var rootText: String {
+        switch pathRoot {
+        case .home: return "home"
+        case .root(let namespace): return "root:" + namespace
+        }
+    }
+
+    static func pathRoot(fromText text: String) -> PathRoot? {
+        if text == "home" { return .home }
+        guard text.hasPrefix("root:"), text.count > 5 else { return nil }
+        return .root(namespaceId: String(text.dropFirst(5)))
+    }
+
+    /// The database's file name: readable parts, cleaned to safe characters, and a hash of the whole
+    /// identity so that two identities never share a file.
+    public var fileName: String {
+        func clean(_ text: String) -> String {
+            String(String.UnicodeScalarView(text.unicodeScalars.prefix(48).map { scalar in
+                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-")
+                    ? scalar : "_"
+            }))
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a over the three parts
+        for byte in (accountID + "\n" + rootText + "\n" + endpoint).utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "tree-\(clean(accountID))-\(clean(rootText))-\(String(repeating: "0", count: 16 - hex.count) + hex).db"
+    }
+}
+
+/// What the store says of itself (for offline mounts and `status`).
+public struct TreeStoreInfo: Sendable, Equatable {
+    public var path: String
+    public var identity: TreeStoreIdentity
+    public var email: String
+    public var mountpoint: String
+    /// When the stored tree was last known to match Dropbox (seconds since the epoch), 0 if never.
+    public var syncedAt: Int64
+    /// Whether a whole-account fill completed (the tree is servable).
+    public var complete: Bool
+}
+
+/// A stored tree read back at mount, for `Filesystem(client:options:restoring:)`.
+public struct StoredTree: Sendable {
+    var tree: MetadataTree
+    /// The cursor to continue from; nil when a refill was under way (it starts again).
+    public let cursor: String?
+    public let syncedAt: Int64
+    public var entryCount: Int { tree.liveCount - 1 }
+}
+
+public enum TreeStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Another mount holds the store of this account.
+    case busy(path: String)
+    /// The store's folder or file cannot be made or opened.
+    case unusable(String)
+
+    public var description: String {
+        switch self {
+        case .busy(let path): return "another dropboxfs mount uses the stored tree \(path)"
+        case .unusable(let why): return why
+        }
+    }
+}
+
+/// One batch for the store: changed records and what happens to the cursor, written as one transaction.
+struct StoreBatch {
+    enum CursorChange {
+        case keep
+        /// The tree now matches Dropbox as of this cursor (a change batch, or a completed fill).
+        case set(String)
+        /// The cursor was reset: a refill runs, and the rows are a mix until it completes.
+        case clear
+    }
+
+    var records: [StoredRecord]
+    var cursor: CursorChange
+}
+
+public final class TreeStore: Sendable {
+    static let schemaVersion: Int64 = 1
+    /// PRAGMA application_id: marks the file as ours ("DBXF").
+    static let applicationID: Int64 = 0x4442_5846
+
+    public let path: String
+    public let identity: TreeStoreIdentity
+    private let queue = DispatchQueue(label: "dropboxfs.tree-store")
+    private let lockDescriptor: Int32
+    private struct State {
+        var writing = true
+        var closed = false
+    }
+    private let state = Mutex(State())
+    /// The connection and statements; used on `queue` only (hence unchecked).
+    private let connection: Connection
+
+    private final class Connection: @unchecked Sendable {
+        var database: SQLiteDatabase
+        var upsert: SQLiteStatement
+        var delete: SQLiteStatement
+        var setMeta: SQLiteStatement
+
+        init(_ database: SQLiteDatabase) throws(SQLiteError) {
+            self.database = database
+            upsert = try database.prepare(
+                "INSERT OR REPLACE INTO entries(idx, parent, name, key, kind, flags, size, mtime, ctime, id, rev, hash, target) "
+                    + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")
+            delete = try database.prepare("DELETE FROM entries WHERE idx = ?1")
+            setMeta = try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)")
+        }
+
+        func meta(_ key: String, _ value: String?) throws(SQLiteError) {
+            setMeta.bind(key, at: 1)
+            setMeta.bind(value, at: 2)
+            try setMeta.run()
+        }
+    }
+
+    /// Opens (creating it when needed) the store of `identity` in `folder`, which is made 0700.
+    /// Throws `.busy` when another mount holds it. A foreign, old or damaged file is set aside.
+    public static func open(
+        folder: String, identity: TreeStoreIdentity, email: String, mountpoint: String
+    ) throws(TreeStoreError) -> TreeStore {
+        try makeFolder(folder)
+        let path = folder + "/" + identity.fileName
+        let lock = Glibc.open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw .unusable("cannot open \(path).lock: \(String(cString: strerror(errno)))") }
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            Glibc.close(lock)
+            throw .busy(path: path)
+        }
+        do {
+            let connection = try openChecked(path: path, identity: identity)
+            try connection.meta("email", email)
+            try connection.meta("mountpoint", mountpoint)
+            return TreeStore(path: path, identity: identity, lock: lock, connection: connection)
+        } catch {
+            Glibc.close(lock)
+            throw .unusable("cannot use the stored tree \(path): \(error)")
+        }
+    }
+
+    private init(path: String, identity: TreeStoreIdentity, lock: Int32, connection: Connection) {
+        self.path = path
+        self.identity = identity
+        self.lockDescriptor = lock
+        self.connection = connection
+    }
+
+    /// Opens the database, setting aside (once) a file that is not a store of `identity`.
+    private static func openChecked(path: String, identity: TreeStoreIdentity) throws -> Connection {
+        do {
+            return try openAndCheck(path: path, identity: identity)
+        } catch let mismatch as StoreMismatch {
+            setAside(path: path, reason: mismatch.description)
+        } catch let error as SQLiteError where error.isDamage {
+            setAside(path: path, reason: "damaged (\(error))")
+        }
+        return try openAndCheck(path: path, identity: identity)
+    }
+
+    private struct StoreMismatch: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private static func openAndCheck(path: String, identity: TreeStoreIdentity) throws -> Connection {
+        // The file is made 0600 before SQLite sees it; SQLite gives its -wal and -shm files the same mode.
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw TreeStoreError.unusable("cannot open \(path): \(String(cString: strerror(errno)))") }
+        fchmod(fd, 0o600)
+        Glibc.close(fd)
+        let database = try SQLiteDatabase(path: path)
+        try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -4096")
+        let application = try scalar(database, "PRAGMA application_id")
+        let version = try scalar(database, "PRAGMA user_version")
+        let tables = try scalar(database, "SELECT count(*) FROM sqlite_master")
+        if application == 0 && version == 0 && tables == 0 {
+            try database.execute(
+                """
+                BEGIN;
+                CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+                CREATE TABLE entries(
+                    idx INTEGER PRIMARY KEY, parent INTEGER NOT NULL, name TEXT NOT NULL, key TEXT,
+                    kind INTEGER NOT NULL, flags INTEGER NOT NULL, size INTEGER NOT NULL,
+                    mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, id TEXT, rev TEXT, hash BLOB, target TEXT);
+                PRAGMA application_id = \(applicationID);
+                PRAGMA user_version = \(schemaVersion);
+                COMMIT;
+                """)
+            let connection = try Connection(database)
+            try connection.meta("account_id", identity.accountID)
+            try connection.meta("root", identity.rootText)
+            try connection.meta("endpoint", identity.endpoint)
+            try connection.meta("state", "empty")
+            return connection
+        }
+        guard application == applicationID else { throw StoreMismatch(description: "not a dropboxfs tree store") }
+        guard version == schemaVersion else {
+            throw StoreMismatch(description: "of schema version \(version) (this dropboxfs uses \(schemaVersion))")
+        }
+        let meta = try readMeta(database)
+        guard meta["account_id"] == identity.accountID, meta["root"] == identity.rootText,
+            meta["endpoint"] == identity.endpoint
+        else { throw StoreMismatch(description: "of another account, root or server") }
+        return try Connection(database)
+    }
+
+    private static func scalar(_ database: SQLiteDatabase, _ sql: String) throws(SQLiteError) -> Int64 {
+        let statement = try database.prepare(sql)
+        guard try statement.step() else { return 0 }
+        return statement.int64(0)
+    }
+
+    private static func readMeta(_ database: SQLiteDatabase) throws(SQLiteError) -> [String: String] {
+        let statement = try database.prepare("SELECT key, value FROM meta")
+        var meta: [String: String] = [:]
+        while try statement.step() {
+            if let key = statement.text(0) { meta[key] = statement.text(1) ?? "" }
+        }
+        return meta
+    }
+
+    /// Renames a database that cannot be used (with its journal files) out of the way, keeping
+    /// only the newest set-aside copy.
+    private static func setAside(path: String, reason: String) {
+        let aside = path + ".bad"
+        for suffix in ["", "-wal", "-shm"] {
+            unlink(aside + suffix)
+            rename(path + suffix, aside + suffix)
+        }
+        Log.warning("the stored tree \(Log.quoted(path)) is \(reason): set aside as \(Log.quoted(aside)) and rebuilt from Dropbox")
+    }
+
+    private static func makeFolder(_ folder: String) throws(TreeStoreError) {
+        var built = ""
+        for component in folder.split(separator: "/", omittingEmptySubsequences: true) {
+            built += "/" + component
+            if mkdir(built, 0o700) != 0 && errno != EEXIST {
+                throw .unusable("cannot create \(built): \(String(cString: strerror(errno)))")
+            }
+        }
+        chmod(folder, 0o700)
+    }
+
+    // MARK: Reading
+
+    /// The stored tree when a whole-account fill completed for it, rebuilt in one pass; nil (and
+    /// an emptied store, ready for a new fill) otherwise. A tree that fails its checks is set aside.
+    public func loadTree(folderTime: Int64, now: Double) -> StoredTree? {
+        queue.sync {
+            do {
+                let meta = try Self.readMeta(connection.database)
+                let stateText = meta["state"] ?? "empty"
+                guard stateText == "complete" || stateText == "refilling" else {
+                    try startEmpty()
+                    return nil
+                }
+                var tree = try Self.rebuild(connection.database, folderTime: folderTime, now: now)
+                tree.trackChanges()
+                let cursor = stateText == "complete" ? meta["cursor"].flatMap { $0.isEmpty ? nil : $0 } : nil
+                return StoredTree(tree: tree, cursor: cursor, syncedAt: Int64(meta["synced_at"] ?? "") ?? 0)
+            } catch {
+                Log.warning("the stored tree \(Log.quoted(path)) cannot be read (\(error)); listing the account again")
+                do {
+                    try startEmpty()
+                } catch {
+                    disable("cannot empty the stored tree: \(error)")
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Empties the store before a first fill.
+    private func startEmpty() throws(SQLiteError) {
+        try connection.database.execute("BEGIN; DELETE FROM entries;")
+        try connection.meta("state", "filling")
+        try connection.meta("cursor", nil)
+        try connection.database.execute("COMMIT")
+    }
+
+    private static func rebuild(_ database: SQLiteDatabase, folderTime: Int64, now: Double) throws -> MetadataTree {
+        var tree = MetadataTree(folderTime: folderTime)
+        let rows = try database.prepare(
+            "SELECT idx, parent, name, key, kind, flags, size, mtime, ctime, id, rev, hash, target FROM entries ORDER BY idx")
+        var restoredKeys: [UInt32: String] = [:]
+        while try rows.step() {
+            let index = rows.int64(0)
+            let parent = rows.int64(1)
+            guard let name = rows.text(2), (2...Int64(UInt32.max - 1)).contains(index),
+                (1...Int64(UInt32.max - 1)).contains(parent), let kind = NodeKind(rawValue: UInt8(clamping: rows.int64(4)))
+            else { throw TreeRestoreError(description: "a record has a malformed index, parent, name or kind") }
+            var node = Node(parent: UInt32(parent), name: name, kind: kind)
+            let flags = rows.int64(5)
+            node.isDownloadable = flags & 1 != 0
+            node.readOnly = flags & 2 != 0
+            node.provisional = flags & 4 != 0
+            node.size = UInt64(bitPattern: rows.int64(6))
+            node.mtime = rows.int64(7)
+            node.ctime = rows.int64(8)
+            node.id = rows.text(9) ?? ""
+            node.rev = rows.text(10) ?? ""
+            if let hash = rows.blob(11) {
+                guard hash.count == 32 else { throw TreeRestoreError(description: "record \(index) has a malformed hash") }
+                node.contentHash = ContentHash(bytes: hash)
+            }
+            let target = rows.text(12)
+            guard (kind == .symlink) == (target != nil) else {
+                throw TreeRestoreError(description: "record \(index) has a symlink target that does not fit its kind")
+            }
+            try tree.restore(
+                node, at: UInt32(index), key: rows.text(3), symlinkTarget: target, restoredKeys: &restoredKeys)
+        }
+        try tree.finishRestore(restoredKeys: restoredKeys, at: now)
+        return tree
+    }
+
+    /// What the store at `path` says of itself, opened read-only (nil when it is not a readable store).
+    public static func info(path: String) -> TreeStoreInfo? {
+        guard let database = try? SQLiteDatabase(path: path, readOnly: true, create: false),
+            (try? scalar(database, "PRAGMA application_id")) == applicationID,
+            (try? scalar(database, "PRAGMA user_version")) == schemaVersion,
+            let meta = try? readMeta(database), let account = meta["account_id"],
+            let root = meta["root"].flatMap(TreeStoreIdentity.pathRoot(fromText:)), let endpoint = meta["endpoint"]
+        else { return nil }
+        let state = meta["state"] ?? ""
+        return TreeStoreInfo(
+            path: path, identity: TreeStoreIdentity(accountID: account, pathRoot: root, endpoint: endpoint),
+            email: meta["email"] ?? "", mountpoint: meta["mountpoint"] ?? "",
+            syncedAt: Int64(meta["synced_at"] ?? "") ?? 0, complete: state == "complete" || state == "refilling")
+    }
+
+    /// The stores in `folder` with a servable tree, newest first.
+    public static func storedTrees(in folder: String) -> [TreeStoreInfo] {
+        guard let directory = opendir(folder) else { return [] }
+        defer { closedir(directory) }
+        var found: [TreeStoreInfo] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("tree-"), name.hasSuffix(".db"), let info = info(path: folder + "/" + name),
+                info.complete
+            else { continue }
+            found.append(info)
+        }
+        return found.sorted { $0.syncedAt > $1.syncedAt }
+    }
+
+    // MARK: Writing
+
+    /// Queues a batch; it is written as one transaction after every batch submitted before it.
+    func submit(_ batch: StoreBatch) {
+        guard state.withLock({ $0.writing && !$0.closed }) else { return }
+        queue.async { self.write(batch) }
+    }
+
+    private func write(_ batch: StoreBatch) {
+        guard state.withLock({ $0.writing }) else { return }
+        do {
+            let db = connection.database
+            try db.execute("BEGIN")
+            do {
+                for record in batch.records { try write(record) }
+                switch batch.cursor {
+                case .keep: break
+                case .set(let cursor):
+                    try connection.meta("cursor", cursor)
+                    try connection.meta("state", "complete")
+                    try connection.meta("synced_at", String(time(nil)))
+                case .clear:
+                    try connection.meta("cursor", nil)
+                    try connection.meta("state", "refilling")
+                }
+                try db.execute("COMMIT")
+            } catch {
+                try? db.execute("ROLLBACK")
+                throw error
+            }
+        } catch {
+            // Skipping one batch and writing later ones would store a tree Dropbox never had: stop.
+            disable("writing the stored tree failed (\(error))")
+        }
+    }
+
+    private func write(_ record: StoredRecord) throws(SQLiteError) {
+        guard let node = record.node else {
+            connection.delete.bind(Int64(record.index), at: 1)
+            try connection.delete.run()
+            return
+        }
+        let s = connection.upsert
+        s.bind(Int64(record.index), at: 1)
+        s.bind(Int64(node.parent), at: 2)
+        s.bind(node.name, at: 3)
+        s.bind(record.key, at: 4)
+        s.bind(Int64(node.kind.rawValue), at: 5)
+        s.bind((node.isDownloadable ? 1 : 0) | (node.readOnly ? 2 : 0) | (node.provisional ? 4 : 0), at: 6)
+        s.bind(Int64(bitPattern: node.size), at: 7)
+        s.bind(node.mtime, at: 8)
+        s.bind(node.ctime, at: 9)
+        let id = node.id
+        s.bind(id.isEmpty ? nil : id, at: 10)
+        let rev = node.rev
+        s.bind(rev.isEmpty ? nil : rev, at: 11)
+        s.bind(blob: node.contentHash?.bytes, at: 12)
+        s.bind(record.symlinkTarget, at: 13)
+        try s.run()
+    }
+
+    private func disable(_ why: String) {
+        let first = state.withLock { s -> Bool in
+            defer { s.writing = false }
+            return s.writing
+        }
+        if first { Log.warning("\(why); the tree is no longer stored (\(Log.quoted(path)))") }
+    }
+
+    /// Writes what is queued, closes the database and releases the lock (at unmount).
+    public func close() {
+        let already = state.withLock { s -> Bool in
+            defer { s.closed = true }
+            return s.closed
+        }
+        guard !already else { return }
+        queue.sync {
+            // A clean close checkpoints the journal into the database file.
+            try? connection.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            connection.database.close()
+        }
+        Glibc.close(lockDescriptor)
+    }
+}

@@ -1,0 +1,133 @@
+// The tree's side of the tree store (Store/TreeStore.swift): which records changed since the store
+// last looked, and the one-pass rebuild of a stored tree at mount. A record is a node under its own
+// index, so the stored rows mirror the tree exactly: the parent is an index, the key is stored only
+// when it is not the name itself, and a removed node is a deleted row. Rebuilding keeps every index,
+// which makes the load a straight scan with no lookups by path.
+//
+// A stored tree is checked as it is rebuilt (names the kernel can carry, parents that are folders,
+// one child per key, every node reachable from the root): a damaged or hand-edited database is
+// refused here and rebuilt from Dropbox, never served.
+
+import DropboxAPI
+
+/// One changed record: the node now at `index`, or nil when the index holds no entry any more.
+struct StoredRecord {
+    var index: UInt32
+    var node: Node?
+    /// Dropbox's key for the node when it differs from the name (most lower-case names: nil).
+    var key: String?
+    var symlinkTarget: String?
+}
+
+/// Why a stored tree was refused.
+struct TreeRestoreError: Error, CustomStringConvertible {
+    var description: String
+}
+
+extension MetadataTree {
+    /// Starts recording changed indices for the store.
+    mutating func trackChanges() {
+        if changedIndices == nil { changedIndices = [] }
+    }
+
+    /// The records changed since the last call, in index order, and forgets them.
+    mutating func takeChangedRecords() -> [StoredRecord] {
+        guard let changed = changedIndices, !changed.isEmpty else { return [] }
+        changedIndices = []
+        return changed.sorted().compactMap { index in
+            guard index > Self.rootIndex, Int(index) < nodes.count else { return nil }
+            let node = nodes[Int(index)]
+            guard node.attached, let key = key(of: index) else { return StoredRecord(index: index) }
+            return StoredRecord(
+                index: index, node: node, key: sameUTF8(key.folded, node.name) ? nil : key.folded,
+                symlinkTarget: symlinkTargets[index])
+        }
+    }
+
+    /// Every attached node as a record (for a store that starts from a tree already in memory).
+    mutating func allRecords() -> [StoredRecord] {
+        changedIndices = Set((2..<UInt32(nodes.count)).filter { nodes[Int($0)].attached })
+        return takeChangedRecords()
+    }
+
+    // MARK: Rebuilding
+
+    /// Adds a stored node at `index`; indices must come in increasing order, from 2 (1 is the root).
+    /// Indices skipped become free for reuse. `key` is Dropbox's key when it is not the name.
+    mutating func restore(
+        _ node: Node, at index: UInt32, key: String?, symlinkTarget: String?, restoredKeys: inout [UInt32: String]
+    ) throws(TreeRestoreError) {
+        guard index > Self.rootIndex, Int(index) >= nodes.count, index < UInt32.max else {
+            throw TreeRestoreError(description: "record \(index) is out of order")
+        }
+        guard NodeName(node.name) != nil else { throw TreeRestoreError(description: "record \(index) has a name Linux cannot carry") }
+        if let key, key.isEmpty || key.utf8.contains(UInt8(ascii: "/")) {
+            throw TreeRestoreError(description: "record \(index) has a malformed key")
+        }
+        while nodes.count < Int(index) {
+            var free = Node(parent: 0, name: "", kind: .file)
+            free.attached = false
+            freeList.append(UInt32(nodes.count))
+            nodes.append(free)
+        }
+        var node = node
+        node.generation = nextGeneration
+        nextGeneration += 1
+        node.lookups = 0
+        node.seenEpoch = 0
+        node.attached = true
+        if node.kind == .folder {
+            // Folders show the mount's time (Dropbox does not date them), not the stored mount's.
+            node.mtime = folderTime
+            node.ctime = folderTime
+        }
+        node.folderSlot = node.kind == .folder ? allocateFolder(FolderState(complete: true)) : 0
+        nodes.append(node)
+        if let key { restoredKeys[index] = key }
+        if let symlinkTarget { symlinkTargets[index] = symlinkTarget }
+    }
+
+    /// Files every restored node under its parent, marks folders listed at `time`, and checks that
+    /// the records form one tree under the root.
+    mutating func finishRestore(restoredKeys: [UInt32: String], at time: Double) throws(TreeRestoreError) {
+        var attachedCount = 1
+        for i in 2..<nodes.count where nodes[i].attached {
+            let parent = nodes[i].parent
+            guard parent >= Self.rootIndex, Int(parent) < nodes.count, nodes[Int(parent)].attached,
+                nodes[Int(parent)].folderSlot != 0
+            else { throw TreeRestoreError(description: "record \(i) has no parent folder") }
+            let slot = Int(nodes[Int(parent)].folderSlot)
+            let name = nodes[i].name
+            let key = restoredKeys[UInt32(i)].map { FoldKey(alreadyFolded: Substring($0)) } ?? FoldKey(sharing: name)
+            guard folders[slot].children.updateValue(UInt32(i), forKey: key) == nil else {
+                throw TreeRestoreError(description: "two records under one key in folder \(parent)")
+            }
+            noteKey(key, of: name, in: slot)
+            folders[slot].listedAt = time
+            attachedCount += 1
+        }
+        let rootSlot = Int(nodes[Int(Self.rootIndex)].folderSlot)
+        folders[rootSlot].listedAt = time
+        folders[rootSlot].complete = true
+        // Every record must hang from the root: a parent cycle would otherwise make paths endless.
+        var reachable = 0
+        var stack = [Self.rootIndex]
+        while let current = stack.popLast() {
+            reachable += 1
+            let slot = Int(nodes[Int(current)].folderSlot)
+            guard slot != 0 else { continue }
+            stack.append(contentsOf: folders[slot].children.values)
+        }
+        guard reachable == attachedCount else {
+            throw TreeRestoreError(description: "\(attachedCount - reachable) records are not under the root")
+        }
+        liveCount = attachedCount
+        if changedIndices != nil { changedIndices = [] }
+    }
+}
+
+extension StoredRecord {
+    init(index: UInt32) {
+        self.init(index: index, node: nil, key: nil, symlinkTarget: nil)
+    }
+}

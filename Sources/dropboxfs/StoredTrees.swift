@@ -1,0 +1,46 @@
+// The mount's side of the tree store (DropboxFS/Store/TreeStore.swift): where stores live
+// (CACHE_DIR/trees, CACHE_DIR being --cache-dir or $XDG_CACHE_HOME/dropboxfs), which stored tree an
+// offline mount may serve, and opening the store with one clear line when it cannot be used.
+
+import DropboxAPI
+import DropboxFS
+
+enum StoredTrees {
+    static func folder(_ configuration: MountConfiguration) -> String { configuration.cacheFolder + "/trees" }
+
+    /// The stored tree an offline mount serves: of this server, of the stored sign-in's account
+    /// (or, with a bare access token, the account last mounted at this mount point), showing the
+    /// home folder when --home-only asks for it; the most recently synced one wins.
+    static func offlineTree(
+        _ configuration: MountConfiguration, accountID: String?, mountpoint: String
+    ) -> TreeStoreInfo? {
+        TreeStore.storedTrees(in: folder(configuration)).first { info in
+            guard info.identity.endpoint == configuration.endpoints.api else { return false }
+            if configuration.homeOnly && info.identity.pathRoot != .home { return false }
+            if let accountID { return info.identity.accountID == accountID }
+            return info.mountpoint == mountpoint
+        }
+    }
+
+    /// Whether a servable stored tree exists for `identity` (read-only; takes no lock).
+    static func hasTree(_ configuration: MountConfiguration, identity: TreeStoreIdentity) -> Bool {
+        TreeStore.info(path: folder(configuration) + "/" + identity.fileName)?.complete ?? false
+    }
+
+    /// Opens the store, or returns nil with one log line when it cannot be used (the mount then
+    /// keeps its tree in memory, as with --no-persist).
+    static func open(
+        _ configuration: MountConfiguration, identity: TreeStoreIdentity, email: String, mountpoint: String
+    ) -> TreeStore? {
+        do {
+            return try TreeStore.open(
+                folder: folder(configuration), identity: identity, email: email, mountpoint: mountpoint)
+        } catch .busy(let path) {
+            Log.warning(
+                "another dropboxfs mount of this account uses the stored tree \(Log.quoted(path)); this mount keeps its tree in memory only")
+        } catch {
+            Log.warning("\(error); this mount keeps its tree in memory only")
+        }
+        return nil
+    }
+}

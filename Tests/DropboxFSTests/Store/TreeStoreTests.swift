@@ -1,0 +1,231 @@
+// The tree store against the in-memory Dropbox under adversarial listing shapes: a tree stored by
+// one Filesystem is served by the next one at once, with no listing, exactly as the first one last
+// showed it; it then catches up with changes made meanwhile (or refills after a reset) and ends
+// equal to the account. A damaged, foreign or old database, or rows that do not form a tree, are
+// set aside or refused, never served; a second opener of the same store is refused.
+
+import DropboxAPI
+import DropboxTestSupport
+import Foundation
+import Testing
+
+@testable import DropboxFS
+
+extension CoreTests {
+    @Suite(.serialized) struct TreeStoreTests {
+        static let identity = TreeStoreIdentity(accountID: "dbid:test", pathRoot: .home, endpoint: "memory:")
+
+        static func folder() -> String {
+            let path = NSTemporaryDirectory() + "dropboxfs-store-\(UUID().uuidString)"
+            return path
+        }
+
+        static func open(_ folder: String) throws -> TreeStore {
+            try TreeStore.open(folder: folder, identity: identity, email: "t@example.com", mountpoint: "/mnt")
+        }
+
+        static func mount(_ fake: InMemoryDropbox, store: TreeStore, stored: StoredTree?, pageLimit: UInt32 = 7)
+            -> Filesystem
+        {
+            var options = CoreTests.options(pageLimit: pageLimit, prefetch: true, watchChanges: true, longpollTimeout: 30)
+            options.store = store
+            return Filesystem(client: fake, options: options, restoring: stored)
+        }
+
+        /// A first mount fills and follows changes, then unmounts; returns its last walk.
+        static func firstMount(_ fake: InMemoryDropbox, folder: String, mutator: inout ReferenceModelTests.Mutator)
+            async throws -> [BytePath: Observed]
+        {
+            let store = try open(folder)
+            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil, "a new store has no tree")
+            let fs = mount(fake, store: store, stored: nil)
+            fs.startSync()
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            var log: [String] = []
+            for round in 1...2 {
+                for _ in 0..<10 { try await mutator.mutate(log: &log) }
+                try await ChangeWatcherTests.catchUp(fs, fake, round: round)
+            }
+            let last = try await walk(fs)
+            #expect(differences(core: last, expected: try await reference(fake)) == [])
+            fs.stop()
+            store.close()
+            return last
+        }
+
+        @Test(arguments: [AdversarialModes(), .all])
+        func aRemountServesTheStoredTreeAtOnceAndCatchesUp(modes: AdversarialModes) async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox(adversarial: modes, adversarialSeed: 11)
+            fake.longpollSecond = .milliseconds(5)
+            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: 5, nasty: true))
+            mutator.builder.add(entries: 150)
+            let before = try await Self.firstMount(fake, folder: folder, mutator: &mutator)
+
+            // Unmounted: more changes.
+            var log: [String] = []
+            for _ in 0..<12 { try await mutator.mutate(log: &log) }
+
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            #expect(stored.cursor != nil)
+            fake.resetCalls()
+            let fs = Self.mount(fake, store: store, stored: stored)
+            defer { fs.stop() }
+            let served = try await walk(fs)
+            #expect(differences(core: served, expected: before) == [], "the stored tree, served before any request")
+            #expect(fake.callCount(.listFolder) == 0 && fake.callCount(.listFolderContinue) == 0)
+
+            fs.startSync()
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            #expect(fake.callCount(.listFolder) == 0, "catching up needs no listing")
+            let after = try await walk(fs)
+            #expect(differences(core: after, expected: try await reference(fake)) == [], "changes: \(log)")
+        }
+
+        @Test func aResetCursorRefillsWhileTheStoredTreeIsServed() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox(adversarial: .all, adversarialSeed: 3)
+            fake.longpollSecond = .milliseconds(5)
+            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: 9, nasty: false))
+            mutator.builder.add(entries: 120)
+            _ = try await Self.firstMount(fake, folder: folder, mutator: &mutator)
+            var log: [String] = []
+            for _ in 0..<10 { try await mutator.mutate(log: &log) }
+            fake.resetCursors()
+
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            let fs = Self.mount(fake, store: store, stored: stored)
+            defer { fs.stop() }
+            fs.startSync()
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            #expect(fs.syncStatus().contains("resets=1"))
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [], "\(log)")
+            fs.stop()
+            store.close()
+
+            // The refilled tree was stored with its new cursor.
+            let again = try Self.open(folder)
+            defer { again.close() }
+            let refilled = try #require(again.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            #expect(refilled.cursor != nil)
+            let fs2 = Self.mount(fake, store: again, stored: refilled)
+            defer { fs2.stop() }
+            #expect(differences(core: try await walk(fs2), expected: try await reference(fake)) == [])
+        }
+
+        @Test func anUnfinishedFillIsNotServed() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox()
+            for i in 0..<50 { fake.addFile("/f\(i)", size: 1) }
+            do {
+                let store = try Self.open(folder)
+                _ = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+                let fs = Self.mount(fake, store: store, stored: nil)
+                // A folder listed on its own, but no whole-account fill: the rows are written, the tree is not complete.
+                _ = try await names(fs, Filesystem.rootInode)
+                fs.stop()
+                store.close()
+            }
+            let store = try Self.open(folder)
+            defer { store.close() }
+            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+        }
+
+        @Test func aSecondOpenerIsRefused() throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let first = try Self.open(folder)
+            #expect(throws: TreeStoreError.busy(path: first.path)) { try Self.open(folder) }
+            first.close()
+            let second = try Self.open(folder)
+            second.close()
+        }
+
+        /// Stores a small complete tree and returns the database's path.
+        static func storedSmallTree(_ folder: String) async throws -> String {
+            let fake = InMemoryDropbox()
+            fake.addFile("/A/b.txt", size: 3)
+            fake.addFile("/A/C/d.txt", size: 4)
+            fake.addSymlink("/link", target: "A/b.txt")
+            let store = try open(folder)
+            _ = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+            let fs = mount(fake, store: store, stored: nil)
+            fs.startSync()
+            #expect(await fs.waitUntilCaughtUp(seconds: 30))
+            fs.stop()
+            store.close()
+            return store.path
+        }
+
+        static func edit(_ path: String, _ sql: String) throws {
+            let database = try SQLiteDatabase(path: path)
+            try database.execute(sql)
+            database.close()
+        }
+
+        @Test(arguments: [
+            "UPDATE meta SET value = 'dbid:other' WHERE key = 'account_id'",
+            "PRAGMA user_version = 7",
+            "PRAGMA application_id = 1",
+        ])
+        func aForeignOrOldDatabaseIsSetAside(sql: String) async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = try await Self.storedSmallTree(folder)
+            try Self.edit(path, sql)
+            let store = try Self.open(folder)
+            defer { store.close() }
+            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+            #expect(FileManager.default.fileExists(atPath: path + ".bad"))
+        }
+
+        @Test func aDamagedFileIsSetAside() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = try await Self.storedSmallTree(folder)
+            let garbage = [UInt8](repeating: 0xA5, count: 8192)
+            FileManager.default.createFile(atPath: path, contents: Data(garbage))
+            let store = try Self.open(folder)
+            defer { store.close() }
+            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+            #expect(FileManager.default.fileExists(atPath: path + ".bad"))
+        }
+
+        @Test(arguments: [
+            // A parent cycle, a parent that is a file, a name Linux cannot carry, two children under one key.
+            "UPDATE entries SET parent = (SELECT idx FROM entries WHERE name = 'C') WHERE name = 'A'",
+            "UPDATE entries SET parent = (SELECT idx FROM entries WHERE name = 'b.txt') WHERE name = 'd.txt'",
+            "UPDATE entries SET name = 'x/y' WHERE name = 'b.txt'",
+            "UPDATE entries SET key = 'a' WHERE name = 'link'",
+            "UPDATE entries SET hash = x'00' WHERE name = 'b.txt'",
+        ])
+        func rowsThatAreNotATreeAreRefused(sql: String) async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = try await Self.storedSmallTree(folder)
+            try Self.edit(path, sql)
+            let store = try Self.open(folder)
+            defer { store.close() }
+            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+            // Refused once, the store is emptied for a new fill.
+            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+        }
+
+        @Test func theFilesAreTheUsersOnly() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = try await Self.storedSmallTree(folder)
+            let folderMode = try FileManager.default.attributesOfItem(atPath: folder)[.posixPermissions] as? Int
+            let fileMode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+            #expect(folderMode == 0o700)
+            #expect(fileMode == 0o600)
+        }
+    }
+}
