@@ -26,7 +26,8 @@ extension Filesystem {
                 state.withLock { $0.spaceUsage = (fresh, now) }
                 usage = fresh
             } catch {
-                Log.warning("space usage unavailable: \(error)")
+                // While offline the failure is the rule, already logged once (Connectivity).
+                if !connectivity.isOffline { Log.warning("space usage unavailable: \(error)") }
                 usage = state.withLock { $0.spaceUsage?.value }
             }
         }

@@ -355,3 +355,80 @@ def stat_paths(paths, timeout=30):
     for line in err.splitlines():
         assert "No such file or directory" in line or "Not a directory" in line, f"stat failed: {line}"
     return out
+
+
+class SwitchableProxy:
+    """A TCP forwarder on 127.0.0.1 to a server: `down()` stops listening and cuts every open
+    connection (new connections are refused, as when the network is gone); `up()` listens on the
+    same port again. Point a mount at `url` to take its Dropbox away and give it back."""
+
+    def __init__(self, target_url):
+        import threading
+        host, port = target_url.rsplit("//", 1)[1].split(":")
+        self.target = (host, int(port))
+        self.lock = threading.Lock()
+        self.connections = set()
+        self.listener = None
+        self.port = 0
+        self.up()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def up(self):
+        import threading
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self):
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        with self.lock:
+            connections, self.connections = self.connections, set()
+        for c in connections:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+
+    def _accept(self, listener):
+        import threading
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.connections.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

@@ -2,11 +2,11 @@
 // connect (connection refused, no route, name not resolved) makes the mount offline; while offline,
 // requests on behalf of users (reads not in the disk cache, listings, space usage) fail at once with
 // ENETUNREACH instead of waiting through minutes of retries, and the tree keeps being served from
-// memory. The change watcher keeps trying Dropbox itself (it talks to the client directly, not
-// through the gate) and brings the mount back online when a request succeeds (docs/SEMANTICS.md,
-// "Offline").
+// memory. The change watcher keeps trying Dropbox itself (its client does not block) and brings the
+// mount back online when a request succeeds; without a watcher (--no-watch), one user request per
+// `retryInterval` is let through as the probe (docs/SEMANTICS.md, "Offline").
 //
-// `state` (a Mutex) guards the offline time only; no lock is held across a request.
+// `state` (a Mutex) guards the offline time and the last probe; no lock is held across a request.
 
 import DropboxAPI
 import Synchronization
@@ -16,32 +16,64 @@ import Synchronization
 #endif
 
 public final class Connectivity: Sendable {
-    /// Seconds since the epoch when Dropbox was last found unreachable, nil while online.
-    private let offlineSince = Mutex<Int64?>(nil)
+    private struct State {
+        /// Seconds since the epoch when Dropbox was found unreachable, nil while online.
+        var offlineSince: Int64?
+        /// When a blocked request was last let through as a probe (monotonic seconds).
+        var lastProbe: Double = -.infinity
+    }
+    private let state = Mutex(State())
+    private let retryInterval: Double
+    private let now: @Sendable () -> Double
 
-    public init(offline: Bool = false) {
-        if offline { offlineSince.withLock { $0 = Int64(time(nil)) } }
+    /// `offline`: the mount starts offline (it could not reach Dropbox). `retryInterval`: how often
+    /// a blocked request is let through to find out whether Dropbox is back.
+    public init(
+        offline: Bool = false, retryInterval: Double = 10,
+        now: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
+    ) {
+        self.retryInterval = retryInterval
+        self.now = now
+        if offline { state.withLock { $0.offlineSince = Int64(time(nil)) } }
     }
 
-    public var since: Int64? { offlineSince.withLock { $0 } }
+    public var since: Int64? { state.withLock { $0.offlineSince } }
 
     public var isOffline: Bool { since != nil }
+
+    /// Whether a user request may go to Dropbox: always while online; while offline, one every
+    /// `retryInterval` (the one that finds Dropbox back).
+    func mayTry() -> Bool {
+        let t = now()
+        return state.withLock { s in
+            guard s.offlineSince != nil else { return true }
+            guard t - s.lastProbe >= retryInterval else { return false }
+            s.lastProbe = t
+            return true
+        }
+    }
 
     /// Notes a request's failure; only a failure to connect at all means offline.
     func noteFailure(_ error: DropboxError) {
         guard case .transport(let failure) = error, failure.kind == .couldNotConnect else { return }
-        let changed = offlineSince.withLock { s -> Bool in
-            defer { if s == nil { s = Int64(time(nil)) } }
-            return s == nil
+        let t = now()
+        let changed = state.withLock { s -> Bool in
+            defer {
+                if s.offlineSince == nil {
+                    s.offlineSince = Int64(time(nil))
+                    s.lastProbe = t
+                }
+            }
+            return s.offlineSince == nil
         }
         if changed { Log.warning("Dropbox cannot be reached (\(failure.message)): offline, serving the known tree") }
     }
 
     /// Notes that a request got an answer.
     func noteSuccess() {
-        let was = offlineSince.withLock { s -> Int64? in
-            defer { s = nil }
-            return s
+        let was = state.withLock { s -> Int64? in
+            defer { s.offlineSince = nil }
+            return s.offlineSince
         }
         if let was { Log.info("Dropbox is reachable again (offline for \(Int64(time(nil)) - was) s)") }
     }
@@ -71,7 +103,7 @@ struct ConnectivityGate: DropboxClient {
     let blocksWhileOffline: Bool
 
     private func pass<T>(_ call: () async throws(DropboxError) -> T) async throws(DropboxError) -> T {
-        guard !(blocksWhileOffline && connectivity.isOffline) else { throw connectivity.offlineError }
+        guard !blocksWhileOffline || connectivity.mayTry() else { throw connectivity.offlineError }
         do {
             let result = try await call()
             connectivity.noteSuccess()

@@ -80,7 +80,7 @@ extension CoreTests {
             let clock = ManualClock()
             let fs = Filesystem(client: client, options: options(spaceUsageTTL: 30, clock: clock))
 
-            client.failNext(.getSpaceUsage, with: .transport(TransportError(kind: .couldNotConnect, message: "down")))
+            client.failNext(.getSpaceUsage, with: .transport(TransportError(kind: .timeout, message: "slow")))
             let none = await fs.statistics()
             #expect(none.totalBlocks == 0 && none.freeBlocks == 0 && none.maxNameLength == 255, "no answer yet: zeros")
 
@@ -96,6 +96,27 @@ extension CoreTests {
             #expect(client.callCount(.getSpaceUsage) == 5)
             #expect(await fs.statistics() == good)
             #expect(client.callCount(.getSpaceUsage) == 5, "the new answer is cached again")
+        }
+
+        @Test func offlineItAnswersAtOnceAndTriesAgainAfterTheRetryInterval() async throws {
+            let fake = InMemoryDropbox(allocation: .individual(allocated: 1 << 30))
+            let client = FaultInjectingClient(fake)
+            let clock = ManualClock()
+            let fs = Filesystem(
+                client: client, options: options(spaceUsageTTL: 0, clock: clock),
+                connectivity: Connectivity(retryInterval: 10, now: clock.function))
+            let good = await fs.statistics()
+            client.failNext(.getSpaceUsage, with: .transport(TransportError(kind: .couldNotConnect, message: "refused")))
+            #expect(await fs.statistics() == good)
+            #expect(fs.connectivity.isOffline)
+            #expect(fs.syncStatus().contains("offline_since="))
+            let calls = client.callCount(.getSpaceUsage)
+            #expect(await fs.statistics() == good, "offline: the last answer, without asking")
+            #expect(client.callCount(.getSpaceUsage) == calls)
+            clock.advance(by: 10)
+            #expect(await fs.statistics() == good, "one request goes through as the probe, and succeeds")
+            #expect(client.callCount(.getSpaceUsage) == calls + 1)
+            #expect(!fs.connectivity.isOffline)
         }
     }
 
@@ -115,6 +136,7 @@ extension CoreTests {
             (.remote("timeout"), EIO),
             (.integrity("hash mismatch"), EIO),
             (.interrupted, EINTR),
+            (.offline, ENETUNREACH),
         ])
         func everyCaseHasItsErrno(error: FilesystemError, errno: Int32) {
             #expect(error.errno == errno)
@@ -142,7 +164,8 @@ extension CoreTests {
             (.authentication(.noCredentials("revoked")), EACCES),
             (.accessDenied(tag: "no_permission"), EACCES),
             (.transport(TransportError(kind: .timeout, message: "timed out")), EIO),
-            (.transport(TransportError(kind: .couldNotConnect, message: "refused")), EIO),
+            (.transport(TransportError(kind: .couldNotConnect, message: "refused")), ENETUNREACH),
+            (.transport(TransportError(kind: .offline, message: "offline")), ENETUNREACH),
             (.transport(TransportError(kind: .connectionLost, message: "reset")), EIO),
             (.transport(TransportError(kind: .tls, message: "bad certificate")), EIO),
             (.serverError(status: 500), EIO),
