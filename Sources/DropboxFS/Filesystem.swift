@@ -142,6 +142,7 @@ public final class Filesystem: Sendable {
         connectivity: Connectivity = Connectivity()
     ) {
         self.connectivity = connectivity
+        if options.watchChanges { connectivity.leaveProbesToWatcher() }
         let gate = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: true)
         self.client = gate
         self.syncClient = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false)

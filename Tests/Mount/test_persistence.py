@@ -47,7 +47,7 @@ def database(tmp_path):
 
 
 def assert_tree_equals_account(m, fake):
-    compare_records(find_records(m.path), expected_entries(fake.tree(hashes=False)["entries"]))
+    compare_records(find_records(m.path), expected_entries(fake.tree(hashes=False)))
 
 
 def eventually_equals_account(m, fake, timeout=20):
@@ -82,7 +82,7 @@ def test_a_remount_serves_the_stored_tree_without_listing(fake_factory, mount_fa
     requests = sum(n for r, n in routes.items() if r != "files/list_folder/longpoll")
     assert requests <= 2, routes  # get_current_account, one continue
     status = sync_status(m2.path)
-    assert int(status["restored"]) == len(expected_entries(fake.tree(hashes=False)["entries"])) - 1
+    assert int(status["restored"]) == len(expected_entries(fake.tree(hashes=False))) - 1
     assert "served the stored tree" in m2.log_text() or "serving the stored tree" in m2.log_text()
 
 
@@ -172,7 +172,8 @@ def test_offline_mount_serves_the_stored_tree_and_reconnects(binary, fake_factor
 
         proxy.down()
         started = time.monotonic()
-        m2 = mount_factory(proxy.url)
+        # A bare access token names no account: the stored tree last mounted here is the one.
+        m2 = mount_factory(proxy.url, mountpoint=m.path)
         assert time.monotonic() - started < 20
         assert_tree_equals_account(m2, fake)
         status = sync_status(m2.path)
@@ -192,8 +193,8 @@ def test_offline_mount_serves_the_stored_tree_and_reconnects(binary, fake_factor
         # Dropbox comes back, with a change made meanwhile: caught up without a remount.
         fake.add_file("/Docs/made while offline.txt", b"hello\n")
         proxy.up()
-        poll_assert(lambda: "offline_since" not in sync_status(m2.path), timeout=25, interval=0.3,
-                    what="the mount back online")
+        wait_until(lambda: "offline_since" not in sync_status(m2.path), timeout=25, interval=0.3,
+                   message="the mount back online")
         eventually_equals_account(m2, fake)
         assert run("cat", m2.path + "/Docs/File 0005.txt").stdout == b"content 5\n"
         assert "offline" in m2.log_text()
@@ -210,14 +211,14 @@ def test_going_offline_while_mounted(fake_factory, mount_factory):
         wait_for_fill(m.path, fake)
         proxy.down()
         # The watcher's longpoll is cut; its next try cannot connect.
-        poll_assert(lambda: "offline_since" in sync_status(m.path), timeout=20, interval=0.2, what="offline")
+        wait_until(lambda: "offline_since" in sync_status(m.path), timeout=20, interval=0.2, message="offline")
         assert_tree_equals_account(m, fake)
         t = time.monotonic()
         r = run("cat", m.path + "/Docs/File 0001.txt")
         assert r.returncode != 0 and b"Network is unreachable" in r.stderr, r
         assert time.monotonic() - t < 1.0
         proxy.up()
-        poll_assert(lambda: "offline_since" not in sync_status(m.path), timeout=25, interval=0.3, what="online")
+        wait_until(lambda: "offline_since" not in sync_status(m.path), timeout=25, interval=0.3, message="online")
         assert run("cat", m.path + "/Docs/File 0001.txt").stdout == b"content 1\n"
     finally:
         proxy.down()
@@ -352,7 +353,7 @@ def test_two_mounts_of_one_account_never_share_the_store(fake_factory, mount_fac
     assert "keeps its tree in memory only" in m2.log_text()
     fake.add_file("/Docs/seen by both.txt", b"1")
     for m in (m1, m2):
-        poll_assert(lambda: os.path.exists(m.path + "/Docs/seen by both.txt"), timeout=10, what="the change")
+        wait_until(lambda: os.path.exists(m.path + "/Docs/seen by both.txt"), timeout=10, message="the change")
 
 
 def test_no_persist_keeps_nothing(fake_factory, mount_factory, tmp_path):

@@ -21,6 +21,8 @@ public final class Connectivity: Sendable {
         var offlineSince: Int64?
         /// When a blocked request was last let through as a probe (monotonic seconds).
         var lastProbe: Double = -.infinity
+        /// Whether user requests probe at all (not when the change watcher does).
+        var userProbes = true
     }
     private let state = Mutex(State())
     private let retryInterval: Double
@@ -34,7 +36,19 @@ public final class Connectivity: Sendable {
     ) {
         self.retryInterval = retryInterval
         self.now = now
-        if offline { state.withLock { $0.offlineSince = Int64(time(nil)) } }
+        let t = now()
+        if offline {
+            state.withLock {
+                $0.offlineSince = Int64(time(nil))
+                $0.lastProbe = t
+            }
+        }
+    }
+
+    /// Leaves finding Dropbox again to the change watcher: blocked user requests then never probe
+    /// (a probe waits through the client's retries, which a user should not).
+    func leaveProbesToWatcher() {
+        state.withLock { $0.userProbes = false }
     }
 
     public var since: Int64? { state.withLock { $0.offlineSince } }
@@ -47,7 +61,7 @@ public final class Connectivity: Sendable {
         let t = now()
         return state.withLock { s in
             guard s.offlineSince != nil else { return true }
-            guard t - s.lastProbe >= retryInterval else { return false }
+            guard s.userProbes, t - s.lastProbe >= retryInterval else { return false }
             s.lastProbe = t
             return true
         }
