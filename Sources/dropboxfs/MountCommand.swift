@@ -89,6 +89,10 @@ enum MountCommand {
                 prefetch: configuration.prefetch, watchChanges: configuration.watch, reader: configuration.reader,
                 store: store),
             restoring: stored, connectivity: Connectivity(offline: target.offline))
+        // The core owns the tree now: holding a second reference would copy every part of it the
+        // sync engine changes (copy on write), up to twice the memory.
+        let restored = stored.map { (entries: $0.entryCount, syncedAt: $0.syncedAt) }
+        stored = nil
         let adapter = FUSEFilesystem(
             core: core,
             timeouts: CacheTimeouts(
@@ -102,10 +106,10 @@ enum MountCommand {
             core.stop()
             store?.close()
         }
-        let syncing = stored != nil
-        if let stored {
+        let syncing = restored != nil
+        if let restored {
             Log.info(
-                "serving the stored tree: \(stored.entryCount) entries, as of \(Connectivity.timestamp(stored.syncedAt))")
+                "serving the stored tree: \(restored.entries) entries, as of \(Connectivity.timestamp(restored.syncedAt))")
             // Catch up before the mount appears, briefly: most remounts then show a current tree at
             // once; a long catch-up (or --fresh: any) goes on while the stored tree is served.
             core.startSync()
