@@ -87,7 +87,7 @@ enum Help {
                                       stored tree of each account to DIR/trees
           --no-persist                keep the tree in memory only: do not store it for the next
                                       mount (stored trees make remounts instant and let a mount
-                                      come up offline; clear them with rm -r DIR/trees)
+                                      come up offline; delete DIR/trees to clear them)
           --fresh                     never serve a stored tree that may be older than Dropbox:
                                       fail when Dropbox cannot be reached, and catch up before
                                       the mount appears (for scripts)

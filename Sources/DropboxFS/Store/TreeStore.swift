@@ -110,8 +110,10 @@ public enum TreeStoreError: Error, Sendable, Equatable, CustomStringConvertible 
 struct StoreBatch {
     enum CursorChange {
         case keep
-        /// The tree now matches Dropbox as of this cursor (a change batch, or a completed fill).
+        /// The tree now matches Dropbox as of this cursor (a change batch).
         case set(String)
+        /// A whole-account listing completed with this cursor (its time is recorded as `filled_at`).
+        case filled(String)
         /// The cursor was reset: a refill runs, and the rows are a mix until it completes.
         case clear
     }
@@ -407,10 +409,11 @@ public final class TreeStore: Sendable {
                 for record in batch.records { try write(record) }
                 switch batch.cursor {
                 case .keep: break
-                case .set(let cursor):
+                case .set(let cursor), .filled(let cursor):
                     try connection.meta("cursor", cursor)
                     try connection.meta("state", "complete")
                     try connection.meta("synced_at", String(time(nil)))
+                    if case .filled = batch.cursor { try connection.meta("filled_at", String(time(nil))) }
                 case .clear:
                     try connection.meta("cursor", nil)
                     try connection.meta("state", "refilling")

@@ -127,7 +127,7 @@ extension Filesystem {
                     s.cursor = finalCursor
                     s.progress.fillSeconds = now - listing.startedAt
                     s.progress.phase = options.watchChanges ? .watching : .complete
-                    persist(in: &s, cursor: .set(finalCursor))
+                    persist(in: &s, cursor: .filled(finalCursor))
                 } else {
                     persist(in: &s)
                 }
