@@ -176,26 +176,27 @@ extension CoreTests {
             "PRAGMA application_id = 1",
         ])
         func aForeignOrOldDatabaseIsSetAside(sql: String) async throws {
-            let folder = Self.folder()
-            defer { try? FileManager.default.removeItem(atPath: folder) }
-            let path = try await Self.storedSmallTree(folder)
-            try Self.edit(path, sql)
-            let store = try Self.open(folder)
-            defer { store.close() }
-            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
-            #expect(FileManager.default.fileExists(atPath: path + ".bad"))
+            try await Self.expectRefused(setAside: true) { path in try Self.edit(path, sql) }
         }
 
         @Test func aDamagedFileIsSetAside() async throws {
+            try await Self.expectRefused(setAside: true) { path in
+                FileManager.default.createFile(atPath: path, contents: Data(repeating: 0xA5, count: 8192))
+            }
+        }
+
+        /// Stores a small tree, damages it with `damage`, and expects the next opener to refuse it
+        /// (setting the file aside, or emptying the store, so that a second load is refused too).
+        static func expectRefused(setAside: Bool, damage: (String) throws -> Void) async throws {
             let folder = Self.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let path = try await Self.storedSmallTree(folder)
-            let garbage = [UInt8](repeating: 0xA5, count: 8192)
-            FileManager.default.createFile(atPath: path, contents: Data(garbage))
+            try damage(path)
             let store = try Self.open(folder)
             defer { store.close() }
             #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
-            #expect(FileManager.default.fileExists(atPath: path + ".bad"))
+            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+            #expect(FileManager.default.fileExists(atPath: path + ".bad") == setAside)
         }
 
         @Test(arguments: [
@@ -207,15 +208,8 @@ extension CoreTests {
             "UPDATE entries SET hash = x'00' WHERE name = 'b.txt'",
         ])
         func rowsThatAreNotATreeAreRefused(sql: String) async throws {
-            let folder = Self.folder()
-            defer { try? FileManager.default.removeItem(atPath: folder) }
-            let path = try await Self.storedSmallTree(folder)
-            try Self.edit(path, sql)
-            let store = try Self.open(folder)
-            defer { store.close() }
-            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
-            // Refused once, the store is emptied for a new fill.
-            #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+            // Refused once, the store is emptied for a new fill (the file itself is sound).
+            try await Self.expectRefused(setAside: false) { path in try Self.edit(path, sql) }
         }
 
         @Test func theFilesAreTheUsersOnly() async throws {
