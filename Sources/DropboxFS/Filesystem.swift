@@ -49,6 +49,10 @@ public struct FilesystemOptions: Sendable {
     public var store: TreeStore?
     /// While offline, the change watcher tries Dropbox again at least this often (seconds).
     public var offlineRetry: Double
+    /// A stored tree whose last whole-account listing is older than this (seconds) is listed
+    /// again in the background after its catch-up: the only way to learn of case-only renames,
+    /// which Dropbox does not report as changes.
+    public var relistStoredAfter: Double
     /// Monotonic seconds; injectable for tests.
     public var monotonicNow: @Sendable () -> Double
 
@@ -68,6 +72,7 @@ public struct FilesystemOptions: Sendable {
         reader: ReaderOptions = ReaderOptions(),
         store: TreeStore? = nil,
         offlineRetry: Double = 10,
+        relistStoredAfter: Double = 7 * 86400,
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
         self.ownership = ownership
@@ -85,6 +90,7 @@ public struct FilesystemOptions: Sendable {
         self.reader = reader
         self.store = store
         self.offlineRetry = offlineRetry
+        self.relistStoredAfter = relistStoredAfter
         self.monotonicNow = monotonicNow
     }
 }
@@ -118,6 +124,8 @@ public final class Filesystem: Sendable {
         /// The tree came from the store: it is complete, and the watcher catches up from `cursor`
         /// (or, without one, a refill runs while it is served).
         var restored = false
+        /// The restored tree's last full listing is old: list the account again after the catch-up.
+        var relistRestored = false
     }
 
     /// The client of user-driven requests (lookups, listings, reads, space usage): fails at once
@@ -152,6 +160,7 @@ public final class Filesystem: Sendable {
         if let stored {
             initial.cursor = stored.cursor
             initial.restored = true
+            initial.relistRestored = Double(Int64(time(nil)) - stored.filledAt) >= options.relistStoredAfter
             initial.progress.restoredEntries = stored.entryCount
             initial.progress.storedSyncedAt = stored.syncedAt
             initial.progress.phase = stored.cursor == nil ? .filling : .watching

@@ -68,7 +68,7 @@ final class SQLiteDatabase {
 }
 
 final class SQLiteStatement {
-    private let statement: OpaquePointer
+    private var statement: OpaquePointer?
     private let database: SQLiteDatabase
 
     init(_ statement: OpaquePointer, database: SQLiteDatabase) {
@@ -76,7 +76,13 @@ final class SQLiteStatement {
         self.database = database
     }
 
-    deinit { sqlite3_finalize(statement) }
+    deinit { finalize() }
+
+    /// Releases the statement (a connection closes only once all of its statements are released).
+    func finalize() {
+        sqlite3_finalize(statement)
+        statement = nil
+    }
 
     /// SQLite copies bound text and blobs at once (SQLITE_TRANSIENT), so Swift buffers need not outlive the bind.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -89,6 +89,8 @@ public struct StoredTree: Sendable {
     /// The cursor to continue from; nil when a refill was under way (it starts again).
     public let cursor: String?
     public let syncedAt: Int64
+    /// When the last whole-account listing completed (seconds since the epoch), 0 if unknown.
+    public let filledAt: Int64
     public var entryCount: Int { tree.liveCount - 1 }
 }
 
@@ -152,6 +154,12 @@ public final class TreeStore: Sendable {
                     + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")
             delete = try database.prepare("DELETE FROM entries WHERE idx = ?1")
             setMeta = try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)")
+        }
+
+        /// Releases the statements and closes the connection (its locks with it).
+        func close() {
+            for statement in [upsert, delete, setMeta] { statement.finalize() }
+            database.close()
         }
 
         func meta(_ key: String, _ value: String?) throws(SQLiteError) {
@@ -303,7 +311,9 @@ public final class TreeStore: Sendable {
                 var tree = try Self.rebuild(connection.database, folderTime: folderTime, now: now)
                 tree.trackChanges()
                 let cursor = stateText == "complete" ? meta["cursor"].flatMap { $0.isEmpty ? nil : $0 } : nil
-                return StoredTree(tree: tree, cursor: cursor, syncedAt: Int64(meta["synced_at"] ?? "") ?? 0)
+                return StoredTree(
+                    tree: tree, cursor: cursor, syncedAt: Int64(meta["synced_at"] ?? "") ?? 0,
+                    filledAt: Int64(meta["filled_at"] ?? "") ?? 0)
             } catch {
                 Log.warning("the stored tree \(Log.quoted(path)) cannot be read (\(error)); listing the account again")
                 do {
@@ -472,7 +482,7 @@ public final class TreeStore: Sendable {
         queue.sync {
             // A clean close checkpoints the journal into the database file.
             try? connection.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            connection.database.close()
+            connection.close()
         }
         Glibc.close(lockDescriptor)
     }

@@ -59,6 +59,10 @@ extension Filesystem {
                     catchUp = false
                     failures = 0
                     caughtUp.fire()
+                    if state.withLock({ s in defer { s.relistRestored = false }; return s.relistRestored }) {
+                        Log.info("the stored tree was last listed in full long ago: listing the account again in the background")
+                        cursor = await establishCursor() ?? cursor
+                    }
                     continue
                 }
                 let poll = try await syncClient.listFolderLongpoll(cursor: current, timeoutSeconds: options.longpollTimeout)

@@ -119,6 +119,32 @@ extension CoreTests {
             #expect(differences(core: try await walk(fs2), expected: try await reference(fake)) == [])
         }
 
+        @Test func aStoredTreeListedLongAgoIsListedAgainAfterItsCatchUp() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: 2, nasty: false))
+            mutator.builder.add(entries: 40)
+            _ = try await Self.firstMount(fake, folder: folder, mutator: &mutator)
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            #expect(stored.filledAt > 0)
+            fake.resetCalls()
+            var options = CoreTests.options(pageLimit: 7, prefetch: true, watchChanges: true, longpollTimeout: 30)
+            options.store = store
+            options.relistStoredAfter = 0
+            let fs = Filesystem(client: fake, options: options, restoring: stored)
+            defer { fs.stop() }
+            fs.startSync()
+            try await waitUntil("the account was listed again") {
+                fake.callCount(.listFolder) >= 1 && fs.syncStatus().contains("phase=watching")
+                    && fake.callCount(.listFolderLongpoll) >= 1
+            }
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+        }
+
         @Test func anUnfinishedFillIsNotServed() async throws {
             let folder = Self.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
