@@ -3,10 +3,13 @@
 Exists so clients' retry and robustness paths can be tested deterministically.
 A rule matches a route ("files/download") or "*" (every API route); it lets
 ``after`` matching requests through, then fails the next ``count`` ones
-(count <= 0: forever).  Rules count matches independently; the first rule
-that fires wins.  Own lock: ``FaultSet.lock``.
+(count <= 0: forever).  With ``probability`` p (0 < p <= 1) an eligible
+request fails only with that chance (from the rule's own ``seed``, so a run
+is repeatable): random faults for soak runs.  Rules count matches
+independently; the first rule that fires wins.  Own lock: ``FaultSet.lock``.
 """
 
+import random
 import threading
 
 KINDS = ("429json", "429text", "500", "503", "reset", "stall", "truncate",
@@ -41,6 +44,13 @@ class Rule:
             self.after = int(spec.get("after", 0))
         except (TypeError, ValueError):
             raise FaultError("count and after must be integers")
+        try:
+            self.probability = float(spec.get("probability", 1.0))
+        except (TypeError, ValueError):
+            raise FaultError("probability must be a number")
+        if not 0 < self.probability <= 1:
+            raise FaultError("probability must be in (0, 1]")
+        self.random = random.Random(spec.get("seed", 1))
         self.params = {k: spec[k] for k in PARAMS if k in spec}
         for k in ("retry_after", "stall_seconds", "truncate_at", "flip_at", "drip_bytes", "drip_seconds"):
             if k in self.params and not isinstance(self.params[k], (int, float)):
@@ -51,6 +61,8 @@ class Rule:
     def to_json(self):
         d = {"route": self.route, "kind": self.kind, "count": self.count,
              "after": self.after, "seen": self.seen, "fired": self.fired}
+        if self.probability < 1:
+            d["probability"] = self.probability
         d.update(self.params)
         return d
 
@@ -86,7 +98,8 @@ class FaultSet:
                 if r.route != "*" and r.route != route:
                     continue
                 r.seen += 1
-                if hit is None and r.seen > r.after and (r.count <= 0 or r.fired < r.count):
+                if hit is None and r.seen > r.after and (r.count <= 0 or r.fired < r.count) and (
+                        r.probability >= 1 or r.random.random() < r.probability):
                     r.fired += 1
                     hit = r
         return hit

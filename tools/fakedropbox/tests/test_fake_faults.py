@@ -35,6 +35,26 @@ def test_5xx(fd, kind):
     assert "x-dropbox-request-id" in r.headers and "date" in r.headers
 
 
+def test_probability_fails_about_that_share_repeatably(fd):
+    def run():
+        fd.clear_faults()
+        fd.add_faults([{"route": "files/get_metadata", "kind": "500", "count": 0, "probability": 0.25, "seed": 7}])
+        return [fd.rpc("files/get_metadata", {"path": "/x"}).status for _ in range(400)]
+
+    first = run()
+    failed = first.count(500)
+    assert 60 <= failed <= 140, failed
+    assert run() == first, "the same seed gives the same faults"
+    rule = fd.faults()[0]
+    assert rule["probability"] == 0.25 and rule["fired"] == failed
+
+
+@pytest.mark.parametrize("p", [0, -1, 1.5, "x"])
+def test_probability_out_of_range_is_refused(fd, p):
+    with pytest.raises(Exception):
+        fd.add_faults([{"route": "*", "kind": "500", "probability": p}])
+
+
 def test_after_and_count(fd):
     fd.add_fault("files/list_folder", "500", after=2, count=3)
     got = [fd.rpc("files/list_folder", {"path": ""}).status for _ in range(7)]
