@@ -14,6 +14,12 @@ public struct ContentHash: Sendable, Hashable, CustomStringConvertible {
         (w0, w1, w2, w3) = (words[0], words[1], words[2], words[3])
     }
 
+    /// The hash from its four big-endian words (the fast path for stored hashes: no per-byte
+    /// generic code, no array).
+    public init(words w0: UInt64, _ w1: UInt64, _ w2: UInt64, _ w3: UInt64) {
+        (self.w0, self.w1, self.w2, self.w3) = (w0, w1, w2, w3)
+    }
+
     /// Parses 64 hex digits (either case); nil for anything else.
     public init?(hex: String) {
         var copy = hex

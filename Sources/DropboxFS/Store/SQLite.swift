@@ -145,6 +145,12 @@ final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 
+    /// The column's bytes, lent for the duration of `body` (nil pointer for NULL).
+    func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer?) -> T) -> T {
+        guard let pointer = sqlite3_column_blob(statement, column) else { return body(nil) }
+        return body(UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column))))
+    }
+
     func blob(_ column: Int32) -> [UInt8]? {
         guard let pointer = sqlite3_column_blob(statement, column) else { return nil }
         let count = Int(sqlite3_column_bytes(statement, column))

@@ -125,7 +125,7 @@ struct StoreBatch {
 }
 
 public final class TreeStore: Sendable {
-    static let schemaVersion: Int64 = 1
+    static let schemaVersion: Int64 = 2
     /// PRAGMA application_id: marks the file as ours ("DBXF").
     static let applicationID: Int64 = 0x4442_5846
 
@@ -338,7 +338,7 @@ public final class TreeStore: Sendable {
         var tree = MetadataTree(folderTime: folderTime)
         let rows = try database.prepare(
             "SELECT idx, parent, name, key, kind, flags, size, mtime, ctime, id, rev, hash, target FROM entries ORDER BY idx")
-        var restoredKeys: [UInt32: String] = [:]
+        var restoredKeys: [UInt32: RestoredKey] = [:]
         while try rows.step() {
             let index = rows.int64(0)
             let parent = rows.int64(1)
@@ -355,16 +355,24 @@ public final class TreeStore: Sendable {
             node.ctime = rows.int64(8)
             node.id = rows.text(9) ?? ""
             node.rev = rows.text(10) ?? ""
-            if let hash = rows.blob(11) {
-                guard hash.count == 32 else { throw TreeRestoreError(description: "record \(index) has a malformed hash") }
-                node.contentHash = ContentHash(bytes: hash)
+            let hash: ContentHash?? = rows.withBlob(11) { raw in
+                guard let raw else { return .some(nil) }
+                guard raw.count == 32 else { return nil }
+                return ContentHash(
+                    words: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                    UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                    UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+                    UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
             }
+            guard let hash else { throw TreeRestoreError(description: "record \(index) has a malformed hash") }
+            node.contentHash = hash
             let target = rows.text(12)
             guard (kind == .symlink) == (target != nil) else {
                 throw TreeRestoreError(description: "record \(index) has a symlink target that does not fit its kind")
             }
             try tree.restore(
-                node, at: UInt32(index), key: rows.text(3), symlinkTarget: target, restoredKeys: &restoredKeys)
+                node, at: UInt32(index), key: rows.text(3), oddKey: flags & 8 != 0, symlinkTarget: target,
+                restoredKeys: &restoredKeys)
         }
         try tree.finishRestore(restoredKeys: restoredKeys, at: now)
         return tree
@@ -451,7 +459,9 @@ public final class TreeStore: Sendable {
         s.bind(node.name, at: 3)
         s.bind(record.key, at: 4)
         s.bind(Int64(node.kind.rawValue), at: 5)
-        s.bind((node.isDownloadable ? 1 : 0) | (node.readOnly ? 2 : 0) | (node.provisional ? 4 : 0), at: 6)
+        s.bind(
+            (node.isDownloadable ? 1 : 0) | (node.readOnly ? 2 : 0) | (node.provisional ? 4 : 0) | (record.oddKey ? 8 : 0),
+            at: 6)
         s.bind(Int64(bitPattern: node.size), at: 7)
         s.bind(node.mtime, at: 8)
         s.bind(node.ctime, at: 9)

@@ -16,6 +16,9 @@ struct StoredRecord {
     var node: Node?
     /// Dropbox's key for the node when it differs from the name (most lower-case names: nil).
     var key: String?
+    /// The key is not the client's folding of the name (FolderState.oddKeys): stored, so a load
+    /// need not fold every name again to find the few.
+    var oddKey = false
     var symlinkTarget: String?
 }
 
@@ -38,8 +41,10 @@ extension MetadataTree {
             guard index > Self.rootIndex, Int(index) < nodes.count else { return nil }
             let node = nodes[Int(index)]
             guard node.attached, let key = key(of: index) else { return StoredRecord(index: index) }
+            let parentSlot = Int(nodes[Int(node.parent)].folderSlot)
+            let odd = !folders[parentSlot].oddKeys.isEmpty && folders[parentSlot].oddKeys[ExactName(node.name)] == key
             return StoredRecord(
-                index: index, node: node, key: sameUTF8(key.folded, node.name) ? nil : key.folded,
+                index: index, node: node, key: sameUTF8(key.folded, node.name) ? nil : key.folded, oddKey: odd,
                 symlinkTarget: symlinkTargets[index])
         }
     }
@@ -55,7 +60,8 @@ extension MetadataTree {
     /// Adds a stored node at `index`; indices must come in increasing order, from 2 (1 is the root).
     /// Indices skipped become free for reuse. `key` is Dropbox's key when it is not the name.
     mutating func restore(
-        _ node: Node, at index: UInt32, key: String?, symlinkTarget: String?, restoredKeys: inout [UInt32: String]
+        _ node: Node, at index: UInt32, key: String?, oddKey: Bool, symlinkTarget: String?,
+        restoredKeys: inout [UInt32: RestoredKey]
     ) throws(TreeRestoreError) {
         guard index > Self.rootIndex, Int(index) >= nodes.count, index < UInt32.max else {
             throw TreeRestoreError(description: "record \(index) is out of order")
@@ -83,13 +89,13 @@ extension MetadataTree {
         }
         node.folderSlot = node.kind == .folder ? allocateFolder(FolderState(complete: true)) : 0
         nodes.append(node)
-        if let key { restoredKeys[index] = key }
+        if key != nil || oddKey { restoredKeys[index] = RestoredKey(key: key, odd: oddKey) }
         if let symlinkTarget { symlinkTargets[index] = symlinkTarget }
     }
 
     /// Files every restored node under its parent, marks folders listed at `time`, and checks that
     /// the records form one tree under the root.
-    mutating func finishRestore(restoredKeys: [UInt32: String], at time: Double) throws(TreeRestoreError) {
+    mutating func finishRestore(restoredKeys: [UInt32: RestoredKey], at time: Double) throws(TreeRestoreError) {
         var attachedCount = 1
         for i in 2..<nodes.count where nodes[i].attached {
             let parent = nodes[i].parent
@@ -98,11 +104,12 @@ extension MetadataTree {
             else { throw TreeRestoreError(description: "record \(i) has no parent folder") }
             let slot = Int(nodes[Int(parent)].folderSlot)
             let name = nodes[i].name
-            let key = restoredKeys[UInt32(i)].map { FoldKey(alreadyFolded: Substring($0)) } ?? FoldKey(sharing: name)
+            let restored = restoredKeys[UInt32(i)]
+            let key = restored?.key.map { FoldKey(alreadyFolded: Substring($0)) } ?? FoldKey(sharing: name)
             guard folders[slot].children.updateValue(UInt32(i), forKey: key) == nil else {
                 throw TreeRestoreError(description: "two records under one key in folder \(parent)")
             }
-            noteKey(key, of: name, in: slot)
+            if restored?.odd == true { folders[slot].oddKeys[ExactName(name)] = key }
             folders[slot].listedAt = time
             attachedCount += 1
         }
@@ -124,6 +131,12 @@ extension MetadataTree {
         liveCount = attachedCount
         if changedIndices != nil { changedIndices = [] }
     }
+}
+
+/// A restored node's key when it is not its name, and whether it is odd (StoredRecord).
+struct RestoredKey {
+    var key: String?
+    var odd: Bool
 }
 
 extension StoredRecord {
