@@ -1,4 +1,5 @@
 // statfs from users/get_space_usage, cached for a while so `df` does not cost a request each time.
+// An interrupted `df` stops waiting (its request is cancelled with its task).
 
 import DropboxAPI
 
@@ -14,7 +15,8 @@ extension Filesystem {
     public static let statfsBlockSize: UInt64 = 4096
 
     /// Space numbers of the account; on failure the last known answer (or zeros) so `df` never fails.
-    public func statistics() async -> FilesystemStats {
+    /// Throws only `.interrupted`, when the calling task is cancelled (its request was interrupted).
+    public func statistics() async throws(FilesystemError) -> FilesystemStats {
         let now = options.monotonicNow()
         var usage: SpaceUsage? = state.withLock { s in
             guard let cached = s.spaceUsage, now - cached.at < options.spaceUsageTTL else { return nil }
@@ -26,6 +28,7 @@ extension Filesystem {
                 state.withLock { $0.spaceUsage = (fresh, now) }
                 usage = fresh
             } catch {
+                if Task.isCancelled { throw .interrupted }
                 // While offline the failure is the rule, already logged once (Connectivity).
                 if !connectivity.isOffline { Log.warning("space usage unavailable: \(error)") }
                 usage = state.withLock { $0.spaceUsage?.value }

@@ -100,8 +100,8 @@ public final class Filesystem: Sendable {
 
     struct State {
         var tree: MetadataTree
-        /// Folder index -> the listing filling it; concurrent callers share it.
-        var listings: [UInt32: Task<Void, any Error>] = [:]
+        /// Folder index -> the listing filling it; concurrent callers share it (SharedWork.swift).
+        var listings: [UInt32: SharedWork<Void>] = [:]
         /// The `path_lower` of every entry hidden for its name, so each is logged once and nothing
         /// is made inside one (TreeUpdates.swift).
         var hiddenPaths: Set<String> = []

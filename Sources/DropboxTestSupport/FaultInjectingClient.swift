@@ -1,6 +1,8 @@
 // A DropboxClient wrapper that injects scripted faults into another client, so tests can check how
 // the filesystem core handles errors, short reads and slow calls without a network: fail the next
-// calls of a method, fail its k-th call, shorten the next download, or delay a method.
+// calls of a method, fail its k-th call, shorten the next download, delay a method, or hold its
+// calls until released (a stalled server; a held call whose task is cancelled ends at once, as
+// the live transport's does).
 
 import DropboxAPI
 import Synchronization
@@ -19,6 +21,12 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         /// Byte counts to cut the next download replies to, used in order.
         var truncations: [UInt64] = []
         var delays: [DropboxMethod: Duration] = [:]
+        /// Methods whose calls wait in `waiting` until released.
+        var held: Set<DropboxMethod> = []
+        var waiting: [DropboxMethod: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
+        var nextWaiter: UInt64 = 0
+        /// Held calls that ended because their task was cancelled.
+        var cancelledWhileHeld: [DropboxMethod: Int] = [:]
     }
 
     /// What to do with one call, decided when it starts.
@@ -55,6 +63,32 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
     /// Delays every later call of `method` by `duration` before it runs (`.zero` removes the delay).
     public func delay(method: DropboxMethod, by duration: Duration) {
         plan.withLock { $0.delays[method] = duration > .zero ? duration : nil }
+    }
+
+    /// Holds every later call of `method` until `release(method)`; a held call whose task is
+    /// cancelled fails with a cancelled transport error.
+    public func hold(_ method: DropboxMethod) {
+        plan.withLock { _ = $0.held.insert(method) }
+    }
+
+    /// Lets the held calls of `method` go on, and stops holding new ones.
+    public func release(_ method: DropboxMethod) {
+        let waiters = plan.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.held.remove(method)
+            defer { state.waiting[method] = nil }
+            return Array((state.waiting[method] ?? [:]).values)
+        }
+        for waiter in waiters { waiter.resume(returning: true) }
+    }
+
+    /// Calls of `method` waiting in a hold now.
+    public func heldCalls(_ method: DropboxMethod) -> Int {
+        plan.withLock { $0.waiting[method]?.count ?? 0 }
+    }
+
+    /// Held calls of `method` that ended because their task was cancelled.
+    public func cancelledCalls(_ method: DropboxMethod) -> Int {
+        plan.withLock { $0.cancelledWhileHeld[method] ?? 0 }
     }
 
     /// Removes every scripted fault that has not fired yet, and all delays.
@@ -145,7 +179,37 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
             return Admission(delay: state.delays[method] ?? .zero, failure: failure, truncation: truncation)
         }
         try await sleepUnlessCancelled(admission.delay)
+        try await waitWhileHeld(method)
         if let failure = admission.failure { throw failure }
         return admission.truncation
+    }
+
+    private func waitWhileHeld(_ method: DropboxMethod) async throws(DropboxError) {
+        let id = plan.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        let released = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now = plan.withLock { state -> Bool? in
+                    guard state.held.contains(method) else { return true }
+                    if Task.isCancelled {
+                        state.cancelledWhileHeld[method, default: 0] += 1
+                        return false
+                    }
+                    state.waiting[method, default: [:]][id] = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = plan.withLock { state -> CheckedContinuation<Bool, Never>? in
+                guard let waiter = state.waiting[method]?.removeValue(forKey: id) else { return nil }
+                state.cancelledWhileHeld[method, default: 0] += 1
+                return waiter
+            }
+            waiter?.resume(returning: false)
+        }
+        if !released { throw .transport(TransportError(kind: .cancelled, message: "the request was cancelled")) }
     }
 }

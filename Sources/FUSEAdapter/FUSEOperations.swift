@@ -79,7 +79,13 @@ enum FUSEOperations {
             guard let req else { return }
             let request = FUSERequest(req)
             let core = FUSEFilesystem.of(req).core
-            Task { request.statfs(await core.statistics()) }
+            Task {
+                do {
+                    request.statfs(try await core.statistics())
+                } catch {
+                    request.fail(error)
+                }
+            }
         }
         ops.open = { req, ino, fi in
             guard let req, let fi else { return }

@@ -40,6 +40,7 @@ extension FilesystemError {
         case .authentication(let failure): self = .accessDenied(DropboxError.authentication(failure).description)
         case .accessDenied: self = .accessDenied(error.description)
         case .transport(let failure) where failure.kind == .offline || failure.kind == .couldNotConnect: self = .offline
+        case .transport(let failure) where failure.kind == .cancelled: self = .interrupted
         default: self = .remote(error.description)
         }
     }

@@ -30,7 +30,8 @@ public enum FilesystemError: Error, Sendable, Equatable {
     case remote(String)
     /// Bytes did not match Dropbox's content_hash (EIO).
     case integrity(String)
-    /// The request was interrupted (EINTR).
+    /// The request was interrupted: its caller was signalled, or the work it waited for was
+    /// cancelled (EINTR).
     case interrupted
     /// Dropbox cannot be reached, and what was asked is not in memory or the disk cache
     /// (ENETUNREACH): answered at once while the mount is offline (Sync/Connectivity.swift).

@@ -151,9 +151,7 @@ extension FileReader {
                     let start = ReadPolicy.alignDown(content.hashedUpTo, options.unitSize)
                     return startFetches(&s, file: file, range: start..<content.size, demand: true).tasks
                 }
-                for task in tasks {
-                    if case .failure(let error) = await task.value { throw error }
-                }
+                for task in tasks { _ = try await task.value() }
             }
         }
     }

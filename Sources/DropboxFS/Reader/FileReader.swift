@@ -5,6 +5,11 @@
 // run in their own Tasks and are shared by every handle on the same content (same content_hash).
 // Whole-file reads are checked against content_hash (FileReader+Verification.swift).
 //
+// An interrupted read stops waiting at once (`.interrupted`); a download it waited for goes on
+// while another read waits for it, and is cancelled when the last read waiting for it was
+// interrupted (SharedWork.swift). Downloads still running when the last handle on their content
+// is released are cancelled too: no handle waits for them any more.
+//
 // Locking: `state` (one Mutex) guards ReaderState. It is never held across an await, a download,
 // disk I/O or hashing; disk cache files given up inside it are deleted after it is released.
 // Writes to the disk cache run on `diskQueue` (one thread outside Swift's small cooperative pool),
@@ -70,12 +75,15 @@ final class FileReader: Sendable {
     }
 
     func release(_ handle: UInt64) {
-        withState { s in
-            guard let closed = s.handles.removeValue(forKey: handle) else { return }
+        let unwanted = withState { s -> [FetchTask] in
+            guard let closed = s.handles.removeValue(forKey: handle) else { return [] }
             let key = closed.file.key
             s.contents[key]?.handles -= 1
+            let unwanted = s.contents[key]?.handles == 0 ? s.dropDownloadsInFlight(key) : []
             s.dropIfIdle(key)
+            return unwanted
         }
+        for download in unwanted { download.cancel() }
     }
 
     /// Logs once per inode that an export-only document cannot be read.
@@ -116,6 +124,7 @@ final class FileReader: Sendable {
     func read(_ handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
         guard size > 0 else { return [] }
         for _ in 0..<3 {
+            if Task.isCancelled { throw .interrupted }
             startDiskEntryIfWanted(handle, offset: offset)
             switch try withState({ (s: inout ReaderState) throws(FilesystemError) -> Start in
                 try begin(&s, handle: handle, offset: offset, length: UInt64(size))
@@ -183,9 +192,8 @@ final class FileReader: Sendable {
         var waits = plan.waits
         var attempt = plan.attempt
         for _ in 0..<5 {
-            for task in waits {
-                if case .failure(let error) = await task.value { throw error }
-            }
+            // A download abandoned by interrupted reads (nil) is missing below and fetched again.
+            for task in waits { _ = try await task.value() }
             let collected = try withState { (s: inout ReaderState) throws(FilesystemError) -> Collected in
                 guard let content = s.contents[key] else { throw .badHandle }
                 if content.verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
@@ -251,6 +259,7 @@ final class FileReader: Sendable {
         _ s: inout ReaderState, file: PinnedFile, range: Range<UInt64>, demand: Bool
     ) -> (tasks: [FetchTask], stoppedAt: UInt64?) {
         let key = file.key
+        s.dropAbandonedDownloads(key, in: range)
         guard let coverage = s.contents[key]?.coverage(of: range) else { return ([], nil) }
         var tasks = coverage.pending
         let partSize = ReadPolicy.partSize(fileSize: file.size, options: options)
@@ -262,7 +271,7 @@ final class FileReader: Sendable {
                 }
                 let id = s.nextSegment
                 s.nextSegment += 1
-                let task = FetchTask { await self.download(file, segment: id, range: part) }
+                let task = FetchTask { _ in await self.download(file, segment: id, range: part) }
                 let tick = s.nextTick()
                 s.contents[key]?.segments[id] = Segment(range: part, fetch: task, lastUsed: tick)
                 for index in Int(part.lowerBound / unit)..<Int((part.upperBound + unit - 1) / unit) {
@@ -360,6 +369,8 @@ final class FileReader: Sendable {
 
     /// How a failed download surfaces: a revision Dropbox no longer has is a stale handle.
     private static func failure(_ error: DropboxError, file: PinnedFile) -> FilesystemError {
+        // Cancelled: no read waits for it any more.
+        if FilesystemError(error) == .interrupted { return .interrupted }
         switch error {
         case .lookup(.notFound), .rangeNotSatisfiable:
             Log.warning("\(file.label): this revision is no longer on Dropbox (\(error)); the open file is stale")

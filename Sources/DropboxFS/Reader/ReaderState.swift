@@ -23,7 +23,8 @@ struct PinnedFile: Sendable, Equatable {
     var label: String { "\(path) (rev \(rev))" }
 }
 
-typealias FetchTask = Task<Result<Void, FilesystemError>, Never>
+/// One part's download, shared by every read that needs its bytes.
+typealias FetchTask = SharedWork<Void>
 
 /// Downloaded (or downloading) bytes of whole units of a content.
 struct Segment {
@@ -355,6 +356,30 @@ struct ReaderState {
         guard demand || memoryUsed + bytes <= limit else { return false }
         memoryUsed += bytes
         return true
+    }
+
+    /// Forgets the downloads of units of `range` that were cancelled because every read waiting
+    /// for them was interrupted, so those units are fetched again.
+    mutating func dropAbandonedDownloads(_ key: ContentKey, in range: Range<UInt64>) {
+        guard let content = contents[key] else { return }
+        var abandoned: Set<UInt64> = []
+        for unit in content.units(range) {
+            if let id = content.owners[unit], content.segments[id]?.fetch?.isAbandoned == true { abandoned.insert(id) }
+        }
+        for id in abandoned { memoryUsed -= contents[key]?.removeSegment(id) ?? 0 }
+    }
+
+    /// Forgets the downloads of `key` still in flight and returns them, for the caller to cancel
+    /// once the lock is released (the last handle on the content was closed).
+    mutating func dropDownloadsInFlight(_ key: ContentKey) -> [FetchTask] {
+        guard let segments = contents[key]?.segments else { return [] }
+        var dropped: [FetchTask] = []
+        for (id, segment) in segments {
+            guard let fetch = segment.fetch, segment.bytes == nil else { continue }
+            memoryUsed -= contents[key]?.removeSegment(id) ?? 0
+            dropped.append(fetch)
+        }
+        return dropped
     }
 
     /// Forgets a content nobody has open and nothing is buffered for; its unfinished disk download

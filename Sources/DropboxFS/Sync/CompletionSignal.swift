@@ -1,6 +1,7 @@
 // A one-shot signal that async callers can wait on with a timeout: a request that needs a folder
 // being filled by a recursive listing waits a little for that listing before listing the folder
-// itself. (Awaiting a Task's value cannot time out, hence this.)
+// itself. (Awaiting a Task's value cannot time out, hence this.) A waiter whose task is cancelled
+// stops waiting at once.
 
 import Synchronization
 
@@ -23,27 +24,37 @@ final class CompletionSignal: Sendable {
         for waiter in waiters { waiter.resume(returning: true) }
     }
 
-    /// Returns true once fired, or false when `seconds` pass first (never, for infinity).
+    /// Returns true once fired, or false when `seconds` pass first (never, for infinity) or the
+    /// calling task is cancelled (its request was interrupted).
     func wait(seconds: Double) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let id: UInt64? = state.withLock { s in
-                if s.fired { return nil }
-                let id = s.nextWaiter
-                s.nextWaiter += 1
-                s.waiters[id] = continuation
-                return id
-            }
-            guard let id else {
-                continuation.resume(returning: true)
-                return
-            }
-            guard seconds.isFinite else { return }
-            Task {
-                try? await Task.sleep(for: .seconds(seconds))
-                if let waiter = self.state.withLock({ $0.waiters.removeValue(forKey: id) }) {
-                    waiter.resume(returning: false)
+        let id = state.withLock { s in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now: Bool? = state.withLock { s in
+                    if s.fired { return true }
+                    if Task.isCancelled { return false }
+                    s.waiters[id] = continuation
+                    return nil
+                }
+                if let now {
+                    continuation.resume(returning: now)
+                    return
+                }
+                guard seconds.isFinite else { return }
+                Task {
+                    try? await Task.sleep(for: .seconds(seconds))
+                    self.giveUp(id)
                 }
             }
+        } onCancel: {
+            giveUp(id)
         }
+    }
+
+    private func giveUp(_ id: UInt64) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: false)
     }
 }

@@ -3,7 +3,9 @@
 // single listing, and a folder is only marked complete once every page has been applied, so a
 // missing name can then be answered with no request. The pages may come in any order and repeat
 // entries (the later occurrence wins); change batches applied while the listing was in flight are
-// applied again after it (ChangeReplay.swift).
+// applied again after it (ChangeReplay.swift). A request whose caller is signalled stops waiting
+// (`.interrupted`); the listing goes on for the other requests waiting for it, and is cancelled
+// when none is left (SharedWork.swift): the next request for the folder lists it afresh.
 
 import DropboxAPI
 
@@ -18,33 +20,38 @@ extension Filesystem {
             return isFresh(folder, in: s) ? nil : recursiveListingToWaitFor(folder, in: &s)
         }
         if let covering { _ = await covering.done.wait(seconds: options.prefetchWait) }
-        let task: Task<Void, any Error>? = try state.withLock {
-            (s: inout State) throws(FilesystemError) -> Task<Void, any Error>? in
-            guard let node = s.tree.node(folder) else { throw .stale }
-            guard node.kind == .folder else { throw .notADirectory }
-            guard node.attached else { return nil }  // a deleted folder lists as empty
-            if isFresh(folder, in: s) { return nil }
-            if let running = s.listings[folder] { return running }
-            let path = s.tree.listingPath(of: folder)
-            let ticket = s.changeReplay.begin()
-            let task = Task { try await self.listAndApply(folder, path: path, ticket: ticket) }
-            s.listings[folder] = task
-            return task
-        }
-        guard let task else { return }
-        do {
-            try await task.value
-        } catch let error as FilesystemError {
-            throw error
-        } catch {
-            throw .remote(String(describing: error))
+        while true {
+            if Task.isCancelled { throw .interrupted }
+            let listing = try state.withLock { (s: inout State) throws(FilesystemError) -> SharedWork<Void>? in
+                guard let node = s.tree.node(folder) else { throw .stale }
+                guard node.kind == .folder else { throw .notADirectory }
+                guard node.attached else { return nil }  // a deleted folder lists as empty
+                if isFresh(folder, in: s) { return nil }
+                // A listing its waiters all left was cancelled: this request lists the folder again.
+                if let running = s.listings[folder], !running.isAbandoned { return running }
+                let path = s.tree.listingPath(of: folder)
+                let ticket = s.changeReplay.begin()
+                let listing = SharedWork<Void> { listing in
+                    do throws(FilesystemError) {
+                        return .success(try await self.listAndApply(folder, path: path, ticket: ticket, as: listing))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                s.listings[folder] = listing
+                return listing
+            }
+            guard let listing else { return }
+            if try await listing.value() != nil { return }
         }
     }
 
-    private func listAndApply(_ folder: UInt32, path: String, ticket: UInt64) async throws(FilesystemError) {
+    private func listAndApply(
+        _ folder: UInt32, path: String, ticket: UInt64, as listing: SharedWork<Void>
+    ) async throws(FilesystemError) {
         defer {
             state.withLock { s in
-                s.listings.removeValue(forKey: folder)
+                if s.listings[folder] === listing { s.listings.removeValue(forKey: folder) }
                 s.changeReplay.end(ticket)
             }
         }
@@ -69,8 +76,10 @@ extension Filesystem {
             invalidations.publish(invalidated)
             throw .notFound
         } catch {
-            Log.warning("listing \(path.isEmpty ? "/" : path) failed: \(error)")
-            throw FilesystemError(error)
+            let failure = FilesystemError(error)
+            // Cancelled because nobody waits for it any more: not worth a warning.
+            if failure != .interrupted { Log.warning("listing \(path.isEmpty ? "/" : path) failed: \(error)") }
+            throw failure
         }
         let now = options.monotonicNow()
         var invalidated: [Invalidation] = []

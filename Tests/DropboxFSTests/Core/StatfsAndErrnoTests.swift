@@ -19,7 +19,7 @@ extension CoreTests {
             fake.addFile("/b/c", size: 4097)
             let fs = Filesystem(client: fake, options: options())
             _ = try await walk(fs)
-            let stats = await fs.statistics()
+            let stats = try await fs.statistics()
             #expect(stats.blockSize == 4096)
             #expect(stats.totalBlocks == 10_000_000_000 / 4096)
             #expect(stats.freeBlocks == (10_000_000_000 - 1_004_097) / 4096)
@@ -32,7 +32,7 @@ extension CoreTests {
                 allocation: .team(used: 27_182_818_284, allocated: 100_000_000_000, userLimit: 0))
             fake.addFile("/a", size: 5_000)
             let fs = Filesystem(client: fake, options: options())
-            let stats = await fs.statistics()
+            let stats = try await fs.statistics()
             #expect(stats.totalBlocks == 100_000_000_000 / 4096)
             #expect(stats.freeBlocks == (100_000_000_000 - 27_182_818_284) / 4096)
         }
@@ -42,7 +42,7 @@ extension CoreTests {
                 allocation: .team(used: 27_182_818_284, allocated: 100_000_000_000, userLimit: 8_000_000))
             fake.addFile("/a", size: 5_000_000)
             let fs = Filesystem(client: fake, options: options())
-            let stats = await fs.statistics()
+            let stats = try await fs.statistics()
             #expect(stats.totalBlocks == 8_000_000 / 4096)
             #expect(stats.freeBlocks == 3_000_000 / 4096)
         }
@@ -50,11 +50,11 @@ extension CoreTests {
         @Test func overQuotaAndUnknownAllocationsReportNoFreeSpace() async throws {
             let full = InMemoryDropbox(allocation: .individual(allocated: 1_000))
             full.addFile("/big", size: 50_000)
-            let stats = await Filesystem(client: full, options: options()).statistics()
+            let stats = try await Filesystem(client: full, options: options()).statistics()
             #expect(stats.freeBlocks == 0 && stats.totalBlocks == 0)
 
             let odd = InMemoryDropbox(allocation: .other("mystery"))
-            let oddStats = await Filesystem(client: odd, options: options()).statistics()
+            let oddStats = try await Filesystem(client: odd, options: options()).statistics()
             #expect(oddStats.totalBlocks == 0 && oddStats.freeBlocks == 0 && oddStats.blockSize == 4096)
         }
 
@@ -62,14 +62,14 @@ extension CoreTests {
             let fake = InMemoryDropbox(allocation: .individual(allocated: 1 << 30))
             let clock = ManualClock()
             let fs = Filesystem(client: fake, options: options(spaceUsageTTL: 30, clock: clock))
-            let first = await fs.statistics()
+            let first = try await fs.statistics()
             #expect(fake.callCount(.getSpaceUsage) == 1)
             fake.addFile("/grown", size: 1 << 20)
             clock.advance(by: 29)
-            #expect(await fs.statistics() == first)
+            #expect(try await fs.statistics() == first)
             #expect(fake.callCount(.getSpaceUsage) == 1)
             clock.advance(by: 2)
-            let second = await fs.statistics()
+            let second = try await fs.statistics()
             #expect(fake.callCount(.getSpaceUsage) == 2)
             #expect(second.freeBlocks == first.freeBlocks - 256)
         }
@@ -81,20 +81,20 @@ extension CoreTests {
             let fs = Filesystem(client: client, options: options(spaceUsageTTL: 30, clock: clock))
 
             client.failNext(.getSpaceUsage, with: .transport(TransportError(kind: .timeout, message: "slow")))
-            let none = await fs.statistics()
+            let none = try await fs.statistics()
             #expect(none.totalBlocks == 0 && none.freeBlocks == 0 && none.maxNameLength == 255, "no answer yet: zeros")
 
-            let good = await fs.statistics()
+            let good = try await fs.statistics()
             #expect(good.totalBlocks == (1 << 30) / 4096)
             clock.advance(by: 31)
             client.failNext(.getSpaceUsage, with: .serverError(status: 503))
-            #expect(await fs.statistics() == good)
+            #expect(try await fs.statistics() == good)
             client.failNext(.getSpaceUsage, with: .authentication(.expiredAccessToken))
-            #expect(await fs.statistics() == good)
+            #expect(try await fs.statistics() == good)
             #expect(client.callCount(.getSpaceUsage) == 4, "a failure is not cached")
-            #expect(await fs.statistics() == good)
+            #expect(try await fs.statistics() == good)
             #expect(client.callCount(.getSpaceUsage) == 5)
-            #expect(await fs.statistics() == good)
+            #expect(try await fs.statistics() == good)
             #expect(client.callCount(.getSpaceUsage) == 5, "the new answer is cached again")
         }
 
@@ -105,16 +105,16 @@ extension CoreTests {
             let fs = Filesystem(
                 client: client, options: options(spaceUsageTTL: 0, clock: clock),
                 connectivity: Connectivity(retryInterval: 10, now: clock.function))
-            let good = await fs.statistics()
+            let good = try await fs.statistics()
             client.failNext(.getSpaceUsage, with: .transport(TransportError(kind: .couldNotConnect, message: "refused")))
-            #expect(await fs.statistics() == good)
+            #expect(try await fs.statistics() == good)
             #expect(fs.connectivity.isOffline)
             #expect(fs.syncStatus().contains("offline_since="))
             let calls = client.callCount(.getSpaceUsage)
-            #expect(await fs.statistics() == good, "offline: the last answer, without asking")
+            #expect(try await fs.statistics() == good, "offline: the last answer, without asking")
             #expect(client.callCount(.getSpaceUsage) == calls)
             clock.advance(by: 10)
-            #expect(await fs.statistics() == good, "one request goes through as the probe, and succeeds")
+            #expect(try await fs.statistics() == good, "one request goes through as the probe, and succeeds")
             #expect(client.callCount(.getSpaceUsage) == calls + 1)
             #expect(!fs.connectivity.isOffline)
         }
@@ -147,6 +147,7 @@ extension CoreTests {
             (.lookup(.notFolder), .notADirectory),
             (.lookup(.notFile), .isADirectory),
             (.unsupportedFile, .notDownloadable),
+            (.transport(TransportError(kind: .cancelled, message: "request cancelled")), .interrupted),
         ])
         func dropboxAnswersMapToTheirCases(dropbox: DropboxError, expected: FilesystemError) {
             #expect(FilesystemError(dropbox) == expected)
