@@ -1,7 +1,8 @@
 // opendir, readdir and readdirplus. There are no folder handles: every piece of a listing is served
 // from the core by offset (Filesystem+Directories.swift). The first piece of a folder not listed
-// yet is answered from a Task once the listing arrives. readdirplus entries count as kernel
-// lookups only when they fit in the buffer ("." and ".." carry inode 0 so they count as none).
+// yet is answered from a Task once the listing arrives (an interrupt answers EINTR and leaves the
+// listing to other requests waiting for it). readdirplus entries count as kernel lookups only when
+// they fit in the buffer ("." and ".." carry inode 0 so they count as none).
 
 import CFuse
 import DropboxFS
@@ -14,12 +15,12 @@ enum DirectoryReplies {
     /// opendir is only answered with a handle where the kernel cannot open folders itself, or
     /// where listings expire and opendir is the point to list a folder again.
     static func opendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
-        let fs = FUSEFilesystem.of(request.raw)
+        let fs = request.filesystem
         if fs.kernelOpensFolders.load(ordering: .relaxed) {
             request.fail(errno: ENOSYS)  // "success, and no more opendir or releasedir"
             return
         }
-        whenListed(request, ino: ino) { replyOpendir(request, ino: ino, info: info) }
+        whenListed(request, ino: ino) { request in replyOpendir(request, ino: ino, info: info) }
     }
 
     private static func replyOpendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
@@ -28,13 +29,13 @@ enum DirectoryReplies {
         // The kernel caches this folder's listing until invalidated, and keeps an earlier cached
         // listing only when the core says it is still the current one.
         reply.cache_readdir = 1
-        reply.keep_cache = FUSEFilesystem.of(request.raw).core.kernelMayKeepListing(ino) ? 1 : 0
+        reply.keep_cache = request.filesystem.core.kernelMayKeepListing(ino) ? 1 : 0
         request.open(reply)
     }
 
     static func readdir(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
         // Later pieces are served from the listing the first one came from, even once it expired.
-        whenListed(request, ino: ino, expiredIsReady: offset != 0) {
+        whenListed(request, ino: ino, expiredIsReady: offset != 0) { request in
             fill(request, ino: ino, size: size, offset: offset, plus: plus)
         }
     }
@@ -42,22 +43,23 @@ enum DirectoryReplies {
     /// Calls `reply` once the folder can be served: on this thread when it is listed, else from a
     /// Task once it is. A failure answers the request instead.
     private static func whenListed(
-        _ request: FUSERequest, ino: UInt64, expiredIsReady: Bool = false, _ reply: @escaping @Sendable () -> Void
+        _ request: FUSERequest, ino: UInt64, expiredIsReady: Bool = false,
+        _ reply: @escaping @Sendable (FUSERequest) -> Void
     ) {
-        let core = FUSEFilesystem.of(request.raw).core
+        let core = request.filesystem.core
         do {
             if try core.isDirectoryReady(ino, expiredIsReady: expiredIsReady) {
-                reply()
+                reply(request)
                 return
             }
         } catch {
             request.fail(error)
             return
         }
-        Task {
+        request.later { request in
             do {
                 try await core.prepareDirectory(ino)
-                reply()
+                reply(request)
             } catch {
                 request.fail(error)
             }
@@ -65,7 +67,7 @@ enum DirectoryReplies {
     }
 
     private static func fill(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
-        let fs = FUSEFilesystem.of(request.raw)
+        let fs = request.filesystem
         do {
             var buffer = [CChar](repeating: 0, count: size)
             var used = 0
@@ -82,11 +84,11 @@ enum DirectoryReplies {
                         param.attr_timeout = fs.timeouts.attributes
                         param.entry_timeout = fs.timeouts.entry
                         needed = fuse_add_direntry_plus(
-                            request.raw, buf.baseAddress! + used, remaining, entry.name, &param, off_t(nextOffset))
+                            request.raw.pointer, buf.baseAddress! + used, remaining, entry.name, &param, off_t(nextOffset))
                     } else {
                         var st = StatConversion.stat(entry.attributes)
                         needed = fuse_add_direntry(
-                            request.raw, buf.baseAddress! + used, remaining, entry.name, &st, off_t(nextOffset))
+                            request.raw.pointer, buf.baseAddress! + used, remaining, entry.name, &st, off_t(nextOffset))
                     }
                     if needed > remaining { return false }
                     used += needed

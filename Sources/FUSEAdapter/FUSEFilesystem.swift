@@ -1,6 +1,6 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
-// kernel cache settings, and one decision taken when the kernel connects (whether opendir is
-// answered at all; see FUSEOperations.configure).
+// kernel cache settings, the owner of the requests in flight (RequestOwner.swift), and one decision
+// taken when the kernel connects (whether opendir is answered at all; see FUSEOperations.configure).
 
 import CFuse
 import DropboxFS
@@ -9,6 +9,8 @@ import Synchronization
 public final class FUSEFilesystem: Sendable {
     public let core: Filesystem
     public let timeouts: CacheTimeouts
+    /// Every reply and invalidation goes through it; FUSESession closes it at unmount.
+    let requests = RequestOwner(kernel: LibfuseRequests())
     /// Set once in the init callback, before the kernel sends any other request: the kernel opens
     /// folders by itself (opendir answers ENOSYS, no releasedir follows).
     let kernelOpensFolders = Atomic<Bool>(false)

@@ -1,10 +1,13 @@
 // The libfuse lowlevel operations table. Each operation decodes its request, calls the core, and
 // replies; nothing here knows about Dropbox or decides about caching. Operations that may wait on
-// the network run in a Task and reply from there, so libfuse's threads are never held by a download
-// or a listing. Every operation that would change the filesystem answers EROFS.
+// the network (lookup, opendir and readdir of a folder not listed yet, read, statfs) run in a Task
+// and reply from there, so libfuse's threads are never held by a download or a listing; the request
+// owner registers those Tasks, so an interrupt cancels them (the core then answers EINTR) and an
+// unmount fails them (RequestOwner.swift). Every operation that would change the filesystem
+// answers EROFS.
 //
 // The closures assigned to the table capture nothing (they are C function pointers): they reach the
-// FUSEFilesystem through fuse_req_userdata.
+// FUSEFilesystem through fuse_req_userdata (FUSERequest.init).
 
 import CFuse
 import DropboxAPI  // for Log only
@@ -27,23 +30,24 @@ enum FUSEOperations {
         }
         ops.forget = { req, ino, count in
             guard let req else { return }
-            FUSEFilesystem.of(req).core.forget(ino, count: count)
-            fuse_reply_none(req)
+            let request = FUSERequest(req)
+            request.filesystem.core.forget(ino, count: count)
+            request.none()
         }
         ops.forget_multi = { req, count, forgets in
             guard let req else { return }
-            let core = FUSEFilesystem.of(req).core
+            let request = FUSERequest(req)
             if let forgets {
                 for i in 0..<count {
-                    core.forget(forgets[i].ino, count: forgets[i].nlookup)
+                    request.filesystem.core.forget(forgets[i].ino, count: forgets[i].nlookup)
                 }
             }
-            fuse_reply_none(req)
+            request.none()
         }
         ops.getattr = { req, ino, _ in
             guard let req else { return }
-            let fs = FUSEFilesystem.of(req)
             let request = FUSERequest(req)
+            let fs = request.filesystem
             do {
                 request.attributes(try fs.core.attributes(of: ino), timeout: fs.timeouts.attributes)
             } catch {
@@ -54,7 +58,7 @@ enum FUSEOperations {
             guard let req else { return }
             let request = FUSERequest(req)
             do {
-                request.link(try FUSEFilesystem.of(req).core.readlink(ino))
+                request.link(try request.filesystem.core.readlink(ino))
             } catch {
                 request.fail(error)
             }
@@ -73,15 +77,13 @@ enum FUSEOperations {
         }
         ops.releasedir = { req, _, _ in
             guard let req else { return }
-            fuse_reply_err(req, 0)
+            FUSERequest(req).fail(errno: 0)
         }
         ops.statfs = { req, _ in
             guard let req else { return }
-            let request = FUSERequest(req)
-            let core = FUSEFilesystem.of(req).core
-            Task {
+            FUSERequest(req).later { request in
                 do {
-                    request.statfs(try await core.statistics())
+                    request.statfs(try await request.filesystem.core.statistics())
                 } catch {
                     request.fail(error)
                 }
@@ -97,8 +99,9 @@ enum FUSEOperations {
         }
         ops.release = { req, _, fi in
             guard let req else { return }
-            if let fi { FileOperations.release(FUSEFilesystem.of(req), handle: fi.pointee.fh) }
-            fuse_reply_err(req, 0)
+            let request = FUSERequest(req)
+            if let fi { FileOperations.release(request.filesystem, handle: fi.pointee.fh) }
+            request.fail(errno: 0)
         }
         ops.getxattr = { req, ino, name, size in
             guard let req, let name else { return }
@@ -131,7 +134,7 @@ enum FUSEOperations {
 
     fileprivate static func refuse(_ req: fuse_req_t?) {
         guard let req else { return }
-        fuse_reply_err(req, EROFS)
+        FUSERequest(req).fail(.readOnly)
     }
 
     /// Kernel capabilities: forced readdirplus (one round trip lists and stats a folder), cached
@@ -156,7 +159,7 @@ enum FUSEOperations {
     }
 
     fileprivate static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
-        let fs = FUSEFilesystem.of(request.raw)
+        let fs = request.filesystem
         do {
             switch try fs.core.lookupCached(parent: parent, name: name) {
             case .found(let attributes):
@@ -172,7 +175,7 @@ enum FUSEOperations {
             request.fail(error)
             return
         }
-        Task {
+        request.later { request in
             do {
                 request.entry(try await fs.core.lookup(parent: parent, name: name), timeouts: fs.timeouts)
             } catch FilesystemError.notFound {

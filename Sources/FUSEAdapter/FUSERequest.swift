@@ -1,5 +1,8 @@
 // Typed replies to one kernel request. Every libfuse reply call lives here, so the operations read as
-// "decode, call the core, reply", and each request is answered exactly once.
+// "decode, call the core, reply", and each request is answered exactly once. Each reply goes
+// through the request owner (RequestOwner.swift), which sends it only while the session can take
+// it; requests answered from a Task are registered with it first (`later`), so an interrupt
+// cancels their Task and an unmount fails them.
 
 import CFuse
 import DropboxFS
@@ -8,24 +11,53 @@ import DropboxFS
     import Glibc
 #endif
 
-/// A kernel request that can be answered from any thread (libfuse allows replies from other
-/// threads; the request is answered exactly once).
-struct FUSERequest: @unchecked Sendable {
-    let raw: fuse_req_t
+/// A kernel request, answered on the FUSE thread that received it or later from a Task.
+struct FUSERequest: Sendable {
+    let raw: RawRequest
+    /// The filesystem the request was asked of (a Task must not reach it through `raw`, which is
+    /// freed once the request is answered, perhaps by the owner at unmount).
+    let filesystem: FUSEFilesystem
+    /// The id the owner registered the request under (`later`), 0 while it is answered on the
+    /// FUSE thread that received it.
+    let id: UInt64
 
-    init(_ raw: fuse_req_t) { self.raw = raw }
+    /// The request as a FUSE callback receives it.
+    init(_ raw: fuse_req_t) {
+        self.init(raw: RawRequest(pointer: raw), filesystem: FUSEFilesystem.of(raw), id: 0)
+    }
+
+    private init(raw: RawRequest, filesystem: FUSEFilesystem, id: UInt64) {
+        self.raw = raw
+        self.filesystem = filesystem
+        self.id = id
+    }
+
+    /// Answers from a Task running `work`: the request is registered with its owner, an interrupt
+    /// cancels the Task, and an unmount fails the request if `work` has not answered by then.
+    func later(_ work: @escaping @Sendable (FUSERequest) async -> Void) {
+        let raw = self.raw
+        let filesystem = self.filesystem
+        filesystem.requests.later(raw) { id in
+            await work(FUSERequest(raw: raw, filesystem: filesystem, id: id))
+        }
+    }
+
+    private func send(_ reply: (fuse_req_t) -> Void) {
+        filesystem.requests.answer(id, raw) { reply($0.pointer) }
+    }
 
     func fail(_ error: FilesystemError) {
-        fuse_reply_err(raw, error.errno)
+        send { fuse_reply_err($0, error.errno) }
     }
 
     /// Answers with the errno of a core error; anything else is an I/O error.
     func fail(_ error: any Error) {
-        fuse_reply_err(raw, (error as? FilesystemError)?.errno ?? EIO)
+        let errno = (error as? FilesystemError)?.errno ?? EIO
+        send { fuse_reply_err($0, errno) }
     }
 
     func fail(errno: Int32) {
-        fuse_reply_err(raw, errno)
+        send { fuse_reply_err($0, errno) }
     }
 
     func entry(_ attributes: FileAttributes, timeouts: CacheTimeouts) {
@@ -35,7 +67,7 @@ struct FUSERequest: @unchecked Sendable {
         param.attr = StatConversion.stat(attributes)
         param.attr_timeout = timeouts.attributes
         param.entry_timeout = timeouts.entry
-        fuse_reply_entry(raw, &param)
+        send { fuse_reply_entry($0, &param) }
     }
 
     /// A negative entry: the kernel may cache "no such name" for `timeout` seconds.
@@ -43,20 +75,20 @@ struct FUSERequest: @unchecked Sendable {
         var param = fuse_entry_param()
         param.ino = 0
         param.entry_timeout = timeout
-        fuse_reply_entry(raw, &param)
+        send { fuse_reply_entry($0, &param) }
     }
 
     func attributes(_ attributes: FileAttributes, timeout: Double) {
         var st = StatConversion.stat(attributes)
-        fuse_reply_attr(raw, &st, timeout)
+        send { fuse_reply_attr($0, &st, timeout) }
     }
 
     func buffer(_ bytes: UnsafeRawBufferPointer) {
-        fuse_reply_buf(raw, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        send { fuse_reply_buf($0, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
     }
 
     func link(_ target: String) {
-        fuse_reply_readlink(raw, target)
+        send { fuse_reply_readlink($0, target) }
     }
 
     func statfs(_ stats: FilesystemStats) {
@@ -70,20 +102,37 @@ struct FUSERequest: @unchecked Sendable {
         st.f_ffree = 0
         st.f_favail = 0
         st.f_namemax = UInt(stats.maxNameLength)
-        fuse_reply_statfs(raw, &st)
+        send { fuse_reply_statfs($0, &st) }
     }
 
     func open(_ info: fuse_file_info) {
         var info = info
-        fuse_reply_open(raw, &info)
+        send { fuse_reply_open($0, &info) }
     }
 
     func xattrSize(_ size: Int) {
-        fuse_reply_xattr(raw, size)
+        send { fuse_reply_xattr($0, size) }
     }
 
     func none() {
-        fuse_reply_none(raw)
+        send { fuse_reply_none($0) }
+    }
+}
+
+/// The owner's own libfuse calls: failing a request, and registering the interrupt callback, which
+/// finds the owner again through the session's userdata and passes the request's id as its data.
+struct LibfuseRequests: RequestKernel {
+    func fail(_ request: RawRequest, errno: Int32) {
+        fuse_reply_err(request.pointer, errno)
+    }
+
+    func watchInterrupts(_ request: RawRequest, id: UInt64) {
+        fuse_req_interrupt_func(
+            request.pointer,
+            { req, data in
+                guard let req else { return }
+                FUSEFilesystem.of(req).requests.interrupted(UInt64(UInt(bitPattern: data)))
+            }, UnsafeMutableRawPointer(bitPattern: UInt(id)))
     }
 }
 

@@ -2,8 +2,17 @@
 // signal handlers, mount, run the multi-threaded loop until unmounted or signalled, then tear down.
 // Kernel cache invalidations also go through here, since they need the session.
 //
-// Locking: `session` is written once before the loop starts and cleared after it ends, under `lock`,
-// which invalidation batches also hold while they call into libfuse.
+// Teardown, whatever ended the loop (`fusermount3 -u`, SIGTERM, SIGINT, SIGHUP, or a lazy unmount
+// noticed by DetachWatch): the request owner fails every request still in flight and refuses new
+// ones (RequestOwner.swift); then, until no reply or invalidation is inside libfuse any more, the
+// requests the kernel still queues are answered (an invalidation may wait in the kernel for one of
+// them); only then is the session destroyed, so nothing ever replies into a destroyed session. An
+// invalidation still stuck after a few seconds leaves the session undestroyed rather than freed
+// under it.
+//
+// Locking: `session` is written once before the loop starts and cleared after it ends, under
+// `lock`, which is held only to read or write the pointer. Whether the session may still be used
+// is the request owner's business.
 
 import CFuse
 import DropboxAPI  // for Log only
@@ -48,8 +57,8 @@ public final class FUSESession: Sendable {
         self.readaheadKilobytes = readaheadKilobytes
     }
 
-    /// Mounts, calls `mounted`, and serves requests until the filesystem is unmounted or the
-    /// process gets SIGINT, SIGTERM or SIGHUP. Blocks the calling thread.
+    /// Mounts, calls `mounted`, and serves requests until the filesystem is unmounted (also
+    /// lazily) or the process gets SIGINT, SIGTERM or SIGHUP. Blocks the calling thread.
     public func run(mounted: () -> Void) throws(MountFailure) {
         let arguments: [String] = ["dropboxfs", "-o", mountOptions.joined(separator: ",")]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
@@ -63,7 +72,8 @@ public final class FUSESession: Sendable {
             return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, userdata.toOpaque())
         }
         guard let session else { throw .badOptions(mountOptions) }
-        defer { fuse_session_destroy(session) }
+        var destroy = true
+        defer { if destroy { fuse_session_destroy(session) } }
 
         // libfuse installs its handlers only where the disposition is SIG_DFL; a daemon started in
         // the background inherits SIGINT ignored (NOTES-swift-fuse.md, signals).
@@ -73,7 +83,19 @@ public final class FUSESession: Sendable {
 
         guard fuse_session_mount(session, mountpoint) == 0 else { throw .mountFailed(mountpoint) }
         lock.withLock { $0 = SessionPointer(raw: session) }
-        KernelReadahead.raise(mountpoint: mountpoint, kilobytes: readaheadKilobytes)
+        let device = MountTable.entries().last(where: { $0.mountPoint == mountpoint })?.device
+        KernelReadahead.raise(device: device, kilobytes: readaheadKilobytes)
+        // A lazy unmount ends the loop as SIGTERM does: libfuse's handler, run on this thread,
+        // wakes the loop, which waits in sem_wait (fuse_session_exit alone would not wake it).
+        let loopThread = pthread_self()
+        let sessionToEnd = SessionPointer(raw: session)
+        let detachWatch = device.flatMap { device in
+            DetachWatch.start(device: device, connection: fuse_session_fd(session)) {
+                Log.info("\(self.mountpoint) was detached (lazy unmount); stopping")
+                fuse_session_exit(sessionToEnd.raw)
+                pthread_kill(loopThread, SIGTERM)
+            }
+        }
         mounted()
 
         let config = fuse_loop_cfg_create()
@@ -81,20 +103,45 @@ public final class FUSESession: Sendable {
         fuse_loop_cfg_set_clone_fd(config, 0)
         let result = fuse_session_loop_mt(session, config)
         fuse_loop_cfg_destroy(config)
-        lock.withLock { $0 = nil }
+        detachWatch?.stop()  // before the signal handlers go: its wake-up is a SIGTERM
         if result != 0 && result != -EINTR && result != SIGINT && result != SIGTERM && result != SIGHUP {
             Log.debug("fuse loop ended with \(result)")
         }
-        fuse_session_unmount(session)
+        destroy = tearDown(session)
+        lock.withLock { $0 = nil }
+        // Only a mount still in the table is ours to unmount: after a lazy unmount another mount
+        // may stand on the same folder.
+        if device.map({ device in MountTable.entries().contains(where: { $0.device == device }) }) ?? true {
+            fuse_session_unmount(session)
+        }
+    }
+
+    /// Fails the requests still in flight and waits (answering what the kernel still queues) until
+    /// nothing is inside libfuse. Returns whether the session may be destroyed.
+    private func tearDown(_ session: OpaquePointer) -> Bool {
+        let requests = filesystem.requests
+        let failed = requests.pendingCount
+        requests.close(failingWith: FilesystemError.unmounting.errno)
+        if failed > 0 { Log.info("\(failed) requests still in flight were failed (the mount is going away)") }
+        var drain = SessionDrain(session)
+        defer { drain.release() }
+        let idle = requests.finish(within: .seconds(3)) { drain.step(milliseconds: 50) }
+        if !idle {
+            Log.warning("a kernel cache invalidation is still blocked in the kernel; exiting without freeing the session")
+        }
+        return idle
     }
 
     /// Tells the kernel to drop cached names and attributes that a tree change made stale. The
-    /// session lock is held for the whole batch, so teardown (which clears the pointer before
-    /// destroying the session) never frees the session under a notify call.
+    /// request owner lets it run only while the session serves (teardown waits for a batch in
+    /// progress, and a batch stops early once teardown began); no lock is held meanwhile, since
+    /// the kernel may hold a call until a request in flight is answered.
     public func invalidate(_ invalidations: [Invalidation]) {
-        lock.withLock { pointer in
-            guard let session = pointer else { return }
+        guard let session = lock.withLock({ $0 }) else { return }
+        let requests = filesystem.requests
+        requests.whileServing {
             for invalidation in invalidations {
+                guard requests.isServing else { return }
                 switch invalidation {
                 case .entry(let parent, let name):
                     let rc = name.withCString { fuse_lowlevel_notify_inval_entry(session.raw, parent, $0, strlen($0)) }
@@ -105,5 +152,38 @@ public final class FUSESession: Sendable {
                 }
             }
         }
+    }
+}
+
+/// After the loop ended: answers the requests the kernel still queues, one at a time on the
+/// tearing-down thread (the request owner is closing, so those that would wait are failed at once).
+/// libfuse drops what it reads once the session was told to exit, hence the reset first.
+private struct SessionDrain {
+    let session: OpaquePointer
+    var buffer = fuse_buf()
+    var connected = true
+
+    init(_ session: OpaquePointer) {
+        self.session = session
+        fuse_session_reset(session)
+    }
+
+    mutating func step(milliseconds: Int32) {
+        guard connected else {
+            usleep(UInt32(milliseconds) * 1000)
+            return
+        }
+        var fds = pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0)
+        guard poll(&fds, 1, milliseconds) > 0 else { return }
+        let received = fuse_session_receive_buf(session, &buffer)
+        if received > 0 {
+            fuse_session_process_buf(session, &buffer)
+        } else if received == 0 || (received != -EINTR && received != -EAGAIN) {
+            connected = false  // unmounted or aborted (ENODEV), or told to exit again
+        }
+    }
+
+    func release() {
+        free(buffer.mem)
     }
 }

@@ -1,5 +1,6 @@
 // open, read, release and the extended-attribute calls. Reads run in a Task and reply from there,
-// so a FUSE thread never waits for a download. Opening for writing (or with O_TRUNC) answers EROFS.
+// so a FUSE thread never waits for a download; an interrupted read answers EINTR. open and the
+// extended attributes are answered from memory. Opening for writing (or with O_TRUNC) answers EROFS.
 
 import CFuse
 import DropboxFS
@@ -16,7 +17,7 @@ enum FileOperations {
             return
         }
         do {
-            let opened = try FUSEFilesystem.of(request.raw).core.openFile(ino)
+            let opened = try request.filesystem.core.openFile(ino)
             var reply = info.value
             reply.fh = opened.handle
             // The page cache is per inode while a handle is pinned to one revision: keep it only
@@ -33,8 +34,8 @@ enum FileOperations {
     }
 
     static func read(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, handle: UInt64) {
-        let core = FUSEFilesystem.of(request.raw).core
-        Task {
+        let core = request.filesystem.core
+        request.later { request in
             do {
                 let bytes = try await core.read(handle: handle, offset: UInt64(max(0, offset)), size: size)
                 bytes.withUnsafeBytes { request.buffer($0) }
@@ -50,7 +51,7 @@ enum FileOperations {
 
     static func getxattr(_ request: FUSERequest, ino: UInt64, name: String, size: Int) {
         do {
-            let value = try FUSEFilesystem.of(request.raw).core.extendedAttribute(name, of: ino)
+            let value = try request.filesystem.core.extendedAttribute(name, of: ino)
             replyXattr(request, bytes: Array(value.utf8), size: size)
         } catch {
             request.fail(error)
@@ -60,7 +61,7 @@ enum FileOperations {
     static func listxattr(_ request: FUSERequest, ino: UInt64, size: Int) {
         do {
             var bytes: [UInt8] = []
-            for attribute in try FUSEFilesystem.of(request.raw).core.extendedAttributes(of: ino) {
+            for attribute in try request.filesystem.core.extendedAttributes(of: ino) {
                 bytes.append(contentsOf: attribute.name.utf8)
                 bytes.append(0)
             }

@@ -10,10 +10,9 @@ import DropboxAPI  // for Log only
 #endif
 
 enum KernelReadahead {
-    static func raise(mountpoint: String, kilobytes: Int) {
-        guard geteuid() == 0,
-            let device = MountTable.entries().last(where: { $0.mountPoint == mountpoint })?.device
-        else { return }
+    /// Raises the read-ahead of the mount whose device is `device` ("major:minor").
+    static func raise(device: String?, kilobytes: Int) {
+        guard geteuid() == 0, let device else { return }
         let path = "/sys/class/bdi/\(device)/read_ahead_kb"
         guard let file = fopen(path, "w") else {
             Log.debug("cannot open \(path): \(String(cString: strerror(errno)))")

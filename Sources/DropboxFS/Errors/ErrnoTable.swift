@@ -27,6 +27,7 @@ extension FilesystemError {
         case .integrity: return EIO
         case .interrupted: return EINTR
         case .offline: return ENETUNREACH
+        case .unmounting: return ENOTCONN
         }
     }
 

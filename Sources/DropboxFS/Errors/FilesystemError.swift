@@ -36,4 +36,7 @@ public enum FilesystemError: Error, Sendable, Equatable {
     /// Dropbox cannot be reached, and what was asked is not in memory or the disk cache
     /// (ENETUNREACH): answered at once while the mount is offline (Sync/Connectivity.swift).
     case offline
+    /// The mount is going away (unmounted, or the daemon was told to stop) while the request was
+    /// in flight (ENOTCONN, what every later call on the mount gets from the kernel).
+    case unmounting
 }

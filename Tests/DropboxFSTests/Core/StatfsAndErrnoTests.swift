@@ -137,6 +137,7 @@ extension CoreTests {
             (.integrity("hash mismatch"), EIO),
             (.interrupted, EINTR),
             (.offline, ENETUNREACH),
+            (.unmounting, ENOTCONN),
         ])
         func everyCaseHasItsErrno(error: FilesystemError, errno: Int32) {
             #expect(error.errno == errno)
