@@ -139,19 +139,21 @@ enum FUSEOperations {
 
     /// Kernel capabilities: forced readdirplus (one round trip lists and stats a folder), cached
     /// symlinks, parallel directory operations, attributes refreshed before a cached listing is
-    /// reused (it is dropped when the folder's mtime moved), and folders opened by the kernel
-    /// itself unless listings expire (opendir is then the hook to list a folder again).
+    /// reused (it is dropped when the folder's mtime moved), synchronous reads (interruptible), and
+    /// folders opened by the kernel itself unless listings expire (opendir is then the hook to list
+    /// a folder again).
     fileprivate static func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>, _ fs: FUSEFilesystem) {
         let capable = conn.pointee.capable
         var want = conn.pointee.want
         for flag in [
-            FUSE_CAP_READDIRPLUS, FUSE_CAP_CACHE_SYMLINKS, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_READ,
-            FUSE_CAP_AUTO_INVAL_DATA,
+            FUSE_CAP_READDIRPLUS, FUSE_CAP_CACHE_SYMLINKS, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_AUTO_INVAL_DATA,
         ]
         where capable & UInt32(flag) != 0 {
             want |= UInt32(flag)
         }
-        want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+        // Reads are sent on behalf of the reading process, so a signal interrupts them (the kernel
+        // never interrupts its asynchronous read-ahead requests); see docs/ARCHITECTURE.md.
+        want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_READ)
         conn.pointee.want = want
         let noOpendir = capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 && !fs.core.listingsExpire
         fs.kernelOpensFolders.store(noOpendir, ordering: .relaxed)
