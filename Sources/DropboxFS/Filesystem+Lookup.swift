@@ -61,10 +61,15 @@ extension Filesystem {
         }
     }
 
-    /// The kernel released `count` references to `inode`.
+    /// The kernel released `count` references to `inode`. Once it holds none, it has evicted the
+    /// inode with its page cache, so the reader forgets what it kept about it.
     public func forget(_ inode: UInt64, count: UInt64) {
         guard let index = try? Self.index(inode) else { return }
-        state.withLock { $0.tree.forget(index, count: count) }
+        let evicted = state.withLock { s -> Bool in
+            s.tree.forget(index, count: count)
+            return (s.tree.node(index)?.lookups ?? 0) == 0
+        }
+        if evicted { reader.forgetInode(inode) }
     }
 
     /// The target of a symlink.

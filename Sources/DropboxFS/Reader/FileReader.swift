@@ -86,7 +86,17 @@ final class FileReader: Sendable {
         for download in unwanted { download.cancel() }
     }
 
-    /// Logs once per inode that an export-only document cannot be read.
+    /// The kernel evicted `inode` (it holds no reference to it any more): its page cache is gone,
+    /// so nothing is kept about it (the maps keyed by inode would otherwise grow with every
+    /// revision ever opened, each being a new inode).
+    func forgetInode(_ inode: UInt64) {
+        state.withLock { s in
+            s.pageCacheRevs[inode] = nil
+            s.warnedNotDownloadable.remove(inode)
+        }
+    }
+
+    /// Logs once per inode (while the kernel holds it) that an export-only document cannot be read.
     func warnNotDownloadable(inode: UInt64, path: String) {
         guard state.withLock({ $0.warnedNotDownloadable.insert(inode).inserted }) else { return }
         Log.warning(
