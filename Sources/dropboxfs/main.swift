@@ -9,6 +9,7 @@ import DropboxAPI
 Secrets.seal()  // before anything can start a child process (and before the descriptors are sealed)
 Daemon.sealInheritedDescriptors()
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "mount" { OpenFileLimit.raiseToHardLimit() }  // a long-running daemon
 
 func run(_ arguments: [String]) -> ExitCode {
     guard let command = arguments.first else {
