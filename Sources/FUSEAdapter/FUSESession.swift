@@ -7,8 +7,8 @@
 // ones (RequestOwner.swift); then, until no reply or invalidation is inside libfuse any more, the
 // requests the kernel still queues are answered (an invalidation may wait in the kernel for one of
 // them); only then is the session destroyed, so nothing ever replies into a destroyed session. An
-// invalidation still stuck after a few seconds leaves the session undestroyed rather than freed
-// under it.
+// invalidation still stuck after a few seconds is freed by aborting the kernel connection (fusectl,
+// where it is mounted); failing that, the session is left undestroyed rather than freed under it.
 //
 // Locking: `session` is written once before the loop starts and cleared after it ends, under
 // `lock`, which is held only to read or write the pointer. Whether the session may still be used
@@ -107,7 +107,7 @@ public final class FUSESession: Sendable {
         if result != 0 && result != -EINTR && result != SIGINT && result != SIGTERM && result != SIGHUP {
             Log.debug("fuse loop ended with \(result)")
         }
-        destroy = tearDown(session)
+        destroy = tearDown(session, device: device)
         lock.withLock { $0 = nil }
         // Only a mount still in the table is ours to unmount: after a lazy unmount another mount
         // may stand on the same folder.
@@ -118,18 +118,32 @@ public final class FUSESession: Sendable {
 
     /// Fails the requests still in flight and waits (answering what the kernel still queues) until
     /// nothing is inside libfuse. Returns whether the session may be destroyed.
-    private func tearDown(_ session: OpaquePointer) -> Bool {
+    private func tearDown(_ session: OpaquePointer, device: String?) -> Bool {
         let requests = filesystem.requests
         let failed = requests.pendingCount
         requests.close(failingWith: FilesystemError.unmounting.errno)
         if failed > 0 { Log.info("\(failed) requests still in flight were failed (the mount is going away)") }
         var drain = SessionDrain(session)
         defer { drain.release() }
-        let idle = requests.finish(within: .seconds(3)) { drain.step(milliseconds: 50) }
-        if !idle {
-            Log.warning("a kernel cache invalidation is still blocked in the kernel; exiting without freeing the session")
-        }
-        return idle
+        if requests.finish(within: .seconds(3), meanwhile: { drain.step(milliseconds: 50) }) { return true }
+        // Still blocked: the kernel's own way out is aborting the connection, which ends every call
+        // waiting in it (fusectl, where it is mounted and the connection is ours).
+        let aborted = device.map(Self.abortConnection) ?? false
+        if aborted && requests.finish(within: .seconds(1), meanwhile: { usleep(10_000) }) { return true }
+        Log.warning("a kernel cache invalidation is still blocked in the kernel; exiting without freeing the session")
+        return false
+    }
+
+    /// Aborts the kernel connection of the mount on `device` ("major:minor") through
+    /// /sys/fs/fuse/connections; false when that is not possible.
+    private static func abortConnection(device: String) -> Bool {
+        guard let minor = device.split(separator: ":").last else { return false }
+        let path = "/sys/fs/fuse/connections/\(minor)/abort"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        Log.info("aborting the kernel connection (\(path)) to free a blocked cache invalidation")
+        return write(fd, "1", 1) == 1
     }
 
     /// Tells the kernel to drop cached names and attributes that a tree change made stale. The
