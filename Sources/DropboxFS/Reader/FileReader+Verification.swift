@@ -175,6 +175,7 @@ extension ReaderState {
         guard let waiters = contents[key]?.waiters else { return [] }
         contents[key]?.hashing = false
         contents[key]?.waiters = []
+        dropIfIdle(key)  // a content closed while it was being checked
         return waiters
     }
 }

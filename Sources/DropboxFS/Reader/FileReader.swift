@@ -336,7 +336,9 @@ final class FileReader: Sendable {
                 return nil
             }
             s.contents[key]?.markWritten(range, to: partial)
-            return s.takeCommit(key)
+            let commit = s.takeCommit(key)
+            s.dropIfIdle(key)  // a content closed while its last part was being written
+            return commit
         }
         if let commit { self.commit(commit, key: key) }
     }

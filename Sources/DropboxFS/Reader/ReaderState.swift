@@ -384,8 +384,21 @@ struct ReaderState {
 
     /// Forgets a content nobody has open and nothing is buffered for; its unfinished disk download
     /// goes to `abandoned`.
+    ///
+    /// A content nobody has open whose bytes are all in a complete disk cache entry is dropped too,
+    /// buffers and all: they only repeat the disk, and keeping the content would keep its cache
+    /// file open, one descriptor for every file ever read (the soak found thousands). Not while a
+    /// buffer is still being fetched or written, or the hash is being checked.
     mutating func dropIfIdle(_ key: ContentKey) {
-        guard let content = contents[key], content.isIdle else { return }
+        guard let content = contents[key] else { return }
+        if !content.isIdle {
+            guard content.handles == 0, case .complete = content.disk, !content.hashing, content.waiters.isEmpty,
+                content.segments.values.allSatisfy({ $0.bytes != nil && !$0.writing })
+            else { return }
+            for segment in content.segments.values {
+                memoryUsed -= segment.range.upperBound - segment.range.lowerBound
+            }
+        }
         contents[key] = nil
         if case .partial(let partial, _) = content.disk { abandoned.append(partial) }
     }
