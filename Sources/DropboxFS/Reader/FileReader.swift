@@ -96,6 +96,12 @@ final class FileReader: Sendable {
         }
     }
 
+    /// How much the reader keeps: open handles, contents it remembers, and notes per inode (page
+    /// cache revisions, warnings), for the status line.
+    func keptCounts() -> (handles: Int, contents: Int, inodeNotes: Int) {
+        state.withLock { ($0.handles.count, $0.contents.count, $0.pageCacheRevs.count + $0.warnedNotDownloadable.count) }
+    }
+
     /// Logs once per inode (while the kernel holds it) that an export-only document cannot be read.
     func warnNotDownloadable(inode: UInt64, path: String) {
         guard state.withLock({ $0.warnedNotDownloadable.insert(inode).inserted }) else { return }

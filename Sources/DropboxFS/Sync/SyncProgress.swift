@@ -69,6 +69,11 @@ extension Filesystem {
     public func syncStatus() -> String {
         let now = options.monotonicNow()
         let offline = connectivity.since
-        return state.withLock { $0.progress.summary(entriesInTree: $0.tree.liveCount, now: now, offlineSince: offline) }
+        let (line, records) = state.withLock {
+            ($0.progress.summary(entriesInTree: $0.tree.liveCount, now: now, offlineSince: offline), $0.tree.nodes.count)
+        }
+        // What a long-running mount keeps (docs/SEMANTICS.md): these must come back to a plateau.
+        let kept = reader.keptCounts()
+        return line + " records=\(records) open_handles=\(kept.handles) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
     }
 }
