@@ -1,0 +1,33 @@
+// Bakes the commit dropboxfs is built from into the binary (`dropboxfs --version`): before every
+// build, a shell command writes BuildCommit.swift with `git describe`'s answer for the package's
+// folder, or "unknown" outside a git checkout. The file is rewritten only when its text changes,
+// so an unchanged commit costs no recompilation.
+
+import Foundation
+import PackagePlugin
+
+@main
+struct BuildInfoPlugin: BuildToolPlugin {
+    func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
+        let output = context.pluginWorkDirectoryURL.appending(path: "generated")
+        let script = #"""
+            set -e
+            mkdir -p "$2"
+            commit=$(git -C "$1" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+            if [ "$commit" != unknown ] && [ -n "$(git -C "$1" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+              commit="$commit-modified"
+            fi
+            text="let buildCommit = \"$commit\""
+            if [ "$(cat "$2/BuildCommit.swift" 2>/dev/null)" != "$text" ]; then
+              printf '%s\n' "$text" > "$2/BuildCommit.swift"
+            fi
+            """#
+        return [
+            .prebuildCommand(
+                displayName: "Recording the commit for dropboxfs --version",
+                executable: URL(fileURLWithPath: "/bin/sh"),
+                arguments: ["-c", script, "sh", context.package.directoryURL.path, output.path],
+                outputFilesDirectory: output)
+        ]
+    }
+}

@@ -1,0 +1,167 @@
+// What `dropboxfs status` knows, for its three forms: lines for people, `--json` for scripts, and
+// `--watch`, which follows the mounts' first listing ("listing: 412,000 entries, 46,000/s") until
+// interrupted or no mount is left: redrawn in place on a terminal, one line per change otherwise.
+
+import DropboxAPI
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One mount and what its status attribute says.
+struct MountState {
+    var path: String
+    /// The attribute's line as the daemon wrote it; nil when it could not be read.
+    var raw: String?
+    /// Its key=value pairs (empty when the daemon did not answer).
+    var fields: [String: String]
+    var answering: Bool
+
+    static func all() -> [MountState] {
+        StatusCommand.mountedDropboxfs().map { path in
+            let raw = StatusCommand.readStatus(path)
+            let answering = raw.map { !$0.hasPrefix("(not answering") } ?? false
+            var fields: [String: String] = [:]
+            if answering, let raw {
+                for part in raw.split(separator: " ") {
+                    let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                    if pair.count == 2 { fields[pair[0]] = pair[1] }
+                }
+            }
+            return MountState(path: path, raw: raw, fields: fields, answering: answering)
+        }
+    }
+
+    var entries: Int? { fields["entries"].flatMap { Int($0) } }
+    /// Entries per second of the whole-account listing ("46000/s" in the attribute).
+    var rate: Int? { fields["rate"].flatMap { Int($0.hasSuffix("/s") ? String($0.dropLast(2)) : $0) } }
+    var phase: String? { fields["phase"] }
+
+    /// "listing: 412,000 entries, 46,000/s", "complete: 412,000 entries (listed in 9.1 s), following changes", ...
+    var summary: String {
+        guard answering else { return raw ?? "status unavailable" }
+        let count = entries.map(Self.grouped) ?? "?"
+        var text: String
+        switch phase {
+        case "filling":
+            text = "listing: \(count) entries" + (rate.map { ", \(Self.grouped($0))/s" } ?? "")
+        case "watching":
+            text = "complete: \(count) entries" + (fields["fill_seconds"].map { " (listed in \($0) s)" } ?? "") + ", following changes"
+        case "complete":
+            text = "complete: \(count) entries, not following changes (--no-watch)"
+        case "lazy":
+            text = "\(count) entries known; folders are listed when opened (--no-prefetch)"
+        default:
+            text = "\(count) entries"
+        }
+        if let since = fields["offline_since"] { text += "; offline since \(since)" }
+        if let failures = fields["fill_failures"] { text += "; \(failures) listing failures, retrying" }
+        return text
+    }
+
+    /// 412000 -> "412,000".
+    static func grouped(_ value: Int) -> String {
+        let digits = String(abs(value))
+        var out = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(digit)
+        }
+        return (value < 0 ? "-" : "") + out
+    }
+
+    var jsonObject: [String: Any] {
+        var object: [String: Any] = ["path": path, "answering": answering]
+        if answering {
+            var status: [String: Any] = [:]
+            for (key, value) in fields { status[key] = Int(value) ?? value }
+            object["status"] = status
+            object["phase"] = phase ?? NSNull()
+            object["entries"] = entries ?? NSNull()
+            object["rate"] = rate ?? NSNull()
+            object["summary"] = summary
+        }
+        return object
+    }
+}
+
+struct StatusReport {
+    var profile: String?
+    var credentials: String?
+    var account: FullAccount?
+    var space: SpaceUsage?
+    var failure: CommandFailure?
+    var mounts: [MountState] = []
+
+    func json() -> String {
+        var object: [String: Any] = [
+            "version": BuildInfo.version, "commit": BuildInfo.commit, "libfuse": BuildInfo.libfuseVersion,
+            "libcurl": BuildInfo.libcurlVersion, "profile": profile ?? NSNull(), "credentials": credentials ?? NSNull(),
+            "mounts": mounts.map(\.jsonObject),
+        ]
+        if let account {
+            object["account"] = [
+                "name": account.displayName, "email": account.email, "type": account.accountType, "id": account.accountId,
+            ]
+        } else {
+            object["account"] = NSNull()
+        }
+        if let space {
+            object["space"] = ["used": space.effectiveUsed, "allocated": space.effectiveLimit.map { $0 as Any } ?? NSNull()]
+        } else {
+            object["space"] = NSNull()
+        }
+        if let failure {
+            object["error"] = ["code": Int(failure.code.rawValue), "message": failure.message]
+        } else {
+            object["error"] = NSNull()
+        }
+        return StatusWatch.encode(object)
+    }
+}
+
+enum StatusWatch {
+    static func encode(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Follows the mounts once a second until no mount is left (exit 0) or the user interrupts.
+    static func run(json: Bool, interval: Double = 1) -> ExitCode {
+        let terminal = isatty(1) == 1 && !json
+        var previous: [String] = []
+        var drawn = 0
+        while true {
+            let mounts = MountState.all()
+            if json {
+                let object: [String: Any] = ["time": Log.timestamp(), "mounts": mounts.map(\.jsonObject)]
+                raw(encode(object) + "\n")
+            } else {
+                let lines = mounts.isEmpty ? ["no dropboxfs mount"] : mounts.map { "\($0.path): \($0.summary)" }
+                if terminal {
+                    // Back to the first line drawn last time, and clear from there down.
+                    if drawn > 0 { raw("\u{1B}[\(drawn)F\u{1B}[J") }
+                    raw(lines.map { Log.escaped($0) + "\n" }.joined())
+                    drawn = lines.count
+                } else if lines != previous {
+                    raw(lines.map { Log.escaped("\(Log.timestamp()) \($0)") + "\n" }.joined())
+                }
+                previous = lines
+            }
+            if mounts.isEmpty { return .success }
+            usleep(useconds_t(interval * 1_000_000))
+        }
+    }
+
+    /// Bytes to stdout as they are (the caller escaped any text from elsewhere).
+    private static func raw(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress!, $0.count) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}
