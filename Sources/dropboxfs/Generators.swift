@@ -49,7 +49,6 @@ enum Generators {
         for spec in Options.commands {
             for usage in spec.usage { m += [".nf", roff(usage), ".fi", ".br"] }
         }
-        m += [".nf", "dropboxfs \\-\\-version", ".fi"]
         m += [".SH DESCRIPTION"]
         m.append(roff(
             "dropboxfs shows a Dropbox account as a read-only folder: ls, find, du, file managers and cat work on "

@@ -47,6 +47,15 @@ enum MountOptionList {
                     result.ignored.append(item)
                     continue
                 }
+                if key == "max_read" {
+                    guard let value, let number = UInt32(value), number > 0 else {
+                        throw UsageError(description: "mount option max_read must be a number of bytes (1 or more)")
+                    }
+                    _ = number
+                }
+                if key == "fsname", value?.isEmpty ?? true {
+                    throw UsageError(description: "mount option fsname needs a value: fsname=NAME")
+                }
                 if passed.contains(item) || passedPrefixes.contains(where: { item.hasPrefix($0) }) {
                     result.fuse.append(item)
                     continue

@@ -1,0 +1,230 @@
+"""One declaration per option (issue 14, item 9): the parser, `--help`, the man page and the bash, zsh
+and fish completions are all made from the declarations in Sources/dropboxfs/Options.swift, which
+`dropboxfs __generate options` prints. Each output must name exactly the declared options of each
+command (hidden ones nowhere), and the parser must accept each of them. Also item 7: every -o item
+is checked before anything is sent."""
+
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import ROOT, env_for, is_mounted, run
+
+OPTION = r"(?<![\w-])(--[a-z][a-z-]+|-[a-zA-Z])(?![\w-])"
+
+
+def declared(binary):
+    r = run(binary, "__generate", "options")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def forms(option):
+    out = []
+    if option["short"]:
+        out.append("-" + option["short"])
+    if option["long"]:
+        out.append("--" + option["name"])
+    return out
+
+
+def visible_forms(options):
+    return {f for o in options if not o["hidden"] for f in forms(o)}
+
+
+def hidden_forms(options):
+    return {f for o in options if o["hidden"] for f in forms(o)} - visible_forms(options)
+
+
+@pytest.fixture(scope="module")
+def declarations(binary):
+    return declared(binary)
+
+
+@pytest.fixture(scope="module")
+def installed(binary, tmp_path_factory):
+    """The layout scripts/install makes, with the debug binary (no release build here)."""
+    prefix = tmp_path_factory.mktemp("prefix")
+    r = run(ROOT / "scripts" / "install", env=dict(os.environ, PREFIX=str(prefix), DROPBOXFS_BIN=binary), timeout=120)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    return prefix
+
+
+def help_options_section(text):
+    """The option forms listed in a command's --help "Options:" section (first column only)."""
+    section = text.split("\nOptions:\n", 1)[1]
+    found = set()
+    for line in section.splitlines():
+        if not line.startswith("  -"):
+            continue
+        head = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+        found.update(re.findall(OPTION, head))
+    return found
+
+
+def test_every_command_help_lists_exactly_its_declared_options(binary, declarations):
+    for command, options in declarations["commands"].items():
+        r = run(binary, command, "--help")
+        assert r.returncode == 0 and r.stderr == b"", (command, r)
+        text = r.stdout.decode()
+        assert help_options_section(text) == visible_forms(options), command
+        for form in hidden_forms(options):
+            assert not re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", text), (command, form)
+
+
+def test_main_help_names_every_command_and_global_option(binary, declarations):
+    text = run(binary, "--help").stdout.decode()
+    for command in declarations["commands"]:
+        if command != "version":
+            assert f"dropboxfs {command}" in text, command
+    for option in declarations["global"]:
+        for form in forms(option):
+            assert form in text, form
+
+
+def man_sections(installed):
+    """{command: set of option forms} from the installed man page's roff source."""
+    source = gzip.decompress((installed / "share/man/man1/dropboxfs.1.gz").read_bytes()).decode()
+    text = source.replace("\\-", "-").replace("\\fB", "").replace("\\fI", "").replace("\\fR", "")
+    sections = {}
+    for block in text.split('.SS "dropboxfs ')[1:]:
+        name = block.split('"', 1)[0]
+        block = block.split("\n.SH ", 1)[0]
+        heads = re.findall(r"^\.TP\n(.*)$", block, re.M)
+        sections[name] = {f for head in heads for f in re.findall(OPTION, head)}
+    return sections, source
+
+
+def test_man_page_lists_exactly_the_declared_options(binary, declarations, installed):
+    sections, source = man_sections(installed)
+    assert set(sections) == set(declarations["commands"])
+    for command, options in declarations["commands"].items():
+        assert sections[command] == visible_forms(options), command
+    # groff reads it without a warning, and man renders it.
+    r = subprocess.run(["groff", "-man", "-ww", "-z"], input=source.encode(), capture_output=True, timeout=30)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    r = run("man", "-l", installed / "share/man/man1/dropboxfs.1.gz", env=dict(os.environ, MANPAGER="cat", MANWIDTH="100"))
+    assert r.returncode == 0 and b"FSTAB" in r.stdout and b"EXIT STATUS" in r.stdout, r.stderr
+
+
+def bash_complete(installed, *words):
+    script = installed / "share/bash-completion/completions/dropboxfs"
+    line = " ".join(f"'{w}'" for w in words)
+    r = subprocess.run(
+        ["bash", "-c", f'source "$0"; COMP_WORDS=({line}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); _dropboxfs; '
+                       'printf "%s\\n" "${COMPREPLY[@]}"', str(script)],
+        capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return set(r.stdout.decode().split())
+
+
+def test_bash_completion_offers_exactly_the_declared_options(declarations, installed):
+    assert bash_complete(installed, "dropboxfs", "") >= set(declarations["commands"])
+    for command, options in declarations["commands"].items():
+        assert bash_complete(installed, "dropboxfs", command, "-") == visible_forms(options), command
+    assert bash_complete(installed, "dropboxfs", "mount", "--log-level", "") == {"debug", "info", "warning", "error"}
+    assert bash_complete(installed, "dropboxfs", "mount", "--cache-s") == {"--cache-size"}
+
+
+def test_zsh_and_fish_completions_name_exactly_the_declared_options(declarations, installed):
+    zsh = (installed / "share/zsh/site-functions/_dropboxfs").read_text()
+    fish = (installed / "share/fish/vendor_completions.d/dropboxfs.fish").read_text()
+    assert zsh.startswith("#compdef dropboxfs")
+    for command, options in declarations["commands"].items():
+        block = zsh.split(f"\n        {command})\n", 1)[1].split(";;", 1)[0]
+        assert set(re.findall(r"'(-[a-zA-Z]|--[a-z][a-z-]+)[=+\[]", block)) == visible_forms(options), command
+        found = set()
+        for line in fish.splitlines():
+            if f"'__fish_seen_subcommand_from {command}'" in line:
+                found.update("-" + s for s in re.findall(r" -s (\S)", line))
+                found.update("--" + s for s in re.findall(r" -l (\S+)", line))
+        assert found == visible_forms(options), command
+    if shutil.which("zsh"):
+        r = run("zsh", "-n", installed / "share/zsh/site-functions/_dropboxfs")
+        assert r.returncode == 0, r.stderr
+    if shutil.which("fish"):
+        r = run("fish", "--no-execute", installed / "share/fish/vendor_completions.d/dropboxfs.fish")
+        assert r.returncode == 0, r.stderr
+
+
+SAMPLES = {"KEY": "k", "URL": "http://127.0.0.1:9", "FILE": "/dev/null", "NAME": "work", "CODE": "c"}
+
+
+@pytest.mark.parametrize("command", ["auth", "status"])
+def test_the_parser_accepts_every_declared_option(binary, declarations, command):
+    """Each declared option parses: the run then stops at the stray argument after it, a usage error
+    that is not about the option (nothing is sent: the URLs point at a closed port)."""
+    for option in declarations["commands"][command]:
+        if option["name"] in ("help", "code"):
+            continue
+        for form in forms(option):
+            args = [form] + ([SAMPLES[option["value"]]] if option["value"] else [])
+            r = run(binary, command, *args, "stray", env=env_for("http://127.0.0.1:9", token=None))
+            err = r.stderr.decode()
+            assert r.returncode == 2 and "takes no arguments" in err, (command, args, err)
+
+
+def test_version_command_forms(binary):
+    outputs = {tuple(args): run(binary, *args) for args in (["--version"], ["-V"], ["version"])}
+    texts = {r.stdout for r in outputs.values()}
+    assert len(texts) == 1 and all(r.returncode == 0 for r in outputs.values()), outputs
+    r = run(binary, "version", "--bogus")
+    assert r.returncode == 2 and b"--bogus" in r.stderr
+
+
+# ---- item 7: -o is checked before anything is sent ---------------------------------------------------
+
+@pytest.fixture
+def fake(fake_factory):
+    fake = fake_factory()
+    fake.add_file("/hello.txt", b"hello\n")
+    return fake
+
+
+@pytest.mark.parametrize("items,fragment", [
+    ("bogus", '"bogus"'),
+    ("rw", "read-only"),
+    ("ro,rw", "read-only"),
+    ("cache_size", "needs a value"),
+    ("cache_size=lots", "--cache-size"),
+    ("allow_other=yes", "takes no value"),
+    ("attr_timeout=soon", "--attr-timeout"),
+    ("timeouts=rpc=0", "--timeouts"),
+    ("threads=0", "--threads"),
+    ("profile=../x", "profile name"),
+    ("max_read=lots", "max_read"),
+    ("allow_other,allow_root", "exclude each other"),
+    ("foreground", '"foreground"'),
+])
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+def test_bad_mount_options_are_usage_errors_before_any_request(binary, fake, tmp_path, items, fragment, background):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    args = ["mount", mnt, "-o", items] + ([] if background else ["--foreground"])
+    r = run(binary, *args, env=env_for(fake, extra={"XDG_STATE_HOME": str(tmp_path / "state")}), timeout=30)
+    err = r.stderr.decode()
+    assert r.returncode == 2, (r.returncode, err)
+    assert fragment in err.strip().splitlines()[-1], err
+    assert fake.stats()["total"] == 0
+    assert not is_mounted(mnt)
+
+
+def test_fstab_options_are_accepted_and_ignored(binary, fake, mount_factory):
+    """What fstab, mount(8) and mount.fuse3 leave in -o is accepted; dropboxfs's own options in
+    NAME=VALUE form take effect (here: the log level and the attribute timeout in a duration)."""
+    m = mount_factory(fake, "-o", "ro,noauto,nofail,_netdev,user,users,dev,suid,exec,x-systemd.automount,"
+                                  "x-systemd.idle-timeout=5min,comment=x,log_level=debug,attr_timeout=5m,"
+                                  "timeouts=rpc=2m:stall=30s,cache_size=64M,nonempty")
+    assert os.listdir(m.path) == ["hello.txt"]
+    options = open("/proc/self/mountinfo").read()
+    m.unmount()
+    text = m.log_text()
+    assert "[debug]" in text, "log_level=debug had no effect"
+    assert "mount option x-systemd.automount is not for dropboxfs: ignored" in text
+    mine = [line for line in options.splitlines() if f" {m.path} " in line]
+    assert mine and " ro," in mine[0] + "," and "nosuid" in mine[0] and "nodev" in mine[0], mine
