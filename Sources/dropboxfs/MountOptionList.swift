@@ -4,7 +4,8 @@
 //   - an option of fstab or mount(8) that is not for dropboxfs (noauto, nofail, _netdev, user,
 //     users, x-systemd.*, dev, suid, exec, ...): accepted and ignored, since every mount is
 //     ro,nodev,nosuid whatever fstab says;
-//   - a FUSE option passed on as given (allow_root, fsname=, max_read=, noexec, SELinux contexts).
+//   - a FUSE option passed on as given (allow_root, fsname=, max_read=, noexec: what libfuse and
+//     fusermount3 accept).
 // `rw` is refused, and anything else is a usage error, so a mistake in an fstab line is reported
 // before anything is sent, never by libfuse after the checks.
 
@@ -21,7 +22,7 @@ enum MountOptionList {
     static let ignoredPrefixes = ["x-", "comment=", "user=", "helper="]
     /// Passed to libfuse as given.
     static let passed: Set<String> = ["allow_root", "noexec", "default_permissions"]
-    static let passedPrefixes = ["fsname=", "max_read=", "context=", "fscontext=", "defcontext=", "rootcontext="]
+    static let passedPrefixes = ["fsname=", "max_read="]
     /// Older spellings of long options.
     static let aliases = ["nonempty": "allow-non-empty"]
 

@@ -228,3 +228,71 @@ def test_fstab_options_are_accepted_and_ignored(binary, fake, mount_factory):
     assert "mount option x-systemd.automount is not for dropboxfs: ignored" in text
     mine = [line for line in options.splitlines() if f" {m.path} " in line]
     assert mine and " ro," in mine[0] + "," and "nosuid" in mine[0] and "nodev" in mine[0], mine
+
+
+# ---- item 7: failures reported before mounting, and with their real reason ---------------------------
+
+NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+
+
+@pytest.fixture
+def as_nobody(binary, fake):
+    """Runs dropboxfs as user nobody in a private mount namespace where /etc/fuse.conf is a file of
+    the test's and /dev/fuse is usable by anyone (a new device node on a tmpfs, bound over it); the
+    host's files are untouched. Returns run(fuse_conf_text, *args) -> CompletedProcess."""
+    import tempfile
+    if shutil.which("unshare") is None or shutil.which("setpriv") is None:
+        pytest.fail("unshare and setpriv (util-linux) are needed")
+    shared = tempfile.mkdtemp(prefix="dropboxfs-nobody-", dir="/tmp")
+    os.chmod(shared, 0o777)
+    copy = os.path.join(shared, "dropboxfs")
+    shutil.copy(binary, copy)
+    os.chmod(copy, 0o755)
+    for folder in ("home", "mnt", "dev"):
+        os.mkdir(os.path.join(shared, folder))
+        os.chmod(os.path.join(shared, folder), 0o777)
+
+    def start(fuse_conf, *args):
+        conf = os.path.join(shared, "fuse.conf")
+        with open(conf, "w") as f:
+            f.write(fuse_conf)
+        os.chmod(conf, 0o644)
+        script = ('mount -t tmpfs none "$0/dev" && mknod -m 666 "$0/dev/fuse" c 10 229 && '
+                  'mount --bind "$0/dev/fuse" /dev/fuse && mount --bind "$0/fuse.conf" /etc/fuse.conf && '
+                  'shift 0 && exec "$@"')
+        env = env_for(fake, extra={"HOME": os.path.join(shared, "home")})
+        for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+            env.pop(key, None)
+        return run("unshare", "--mount", "--propagation", "private", "sh", "-c", script, shared, *NOBODY, copy,
+                   *args, env=env, timeout=60)
+
+    start.mountpoint = os.path.join(shared, "mnt")
+    yield start
+    shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.parametrize("option", [["--allow-other"], ["-o", "allow_other"], ["-o", "allow_root"]])
+@pytest.mark.parametrize("mode", [["--foreground"], []], ids=["foreground", "background"])
+def test_allow_other_without_user_allow_other_is_refused_before_mounting(as_nobody, fake, option, mode):
+    fake.reset_stats()
+    r = as_nobody("# user_allow_other\nmount_max = 100\n", "mount", as_nobody.mountpoint, *mode, *option)
+    err = r.stderr.decode()
+    assert r.returncode == 6, (r.returncode, err)
+    message = err.strip().splitlines()[-1]
+    assert "user_allow_other" in message and "/etc/fuse.conf" in message, message
+    assert fake.stats()["total"] == 0, "the refusal must come before any request"
+    # With the line, the check passes (the run then stops at the next check: a missing mount point).
+    r = as_nobody("user_allow_other\n", "mount", "/nonexistent/mnt", "--foreground", *option)
+    assert r.returncode == 3, r.stderr
+
+
+def test_background_failures_show_their_real_reason(as_nobody, fake):
+    """A failure only the daemon meets (here fusermount3 refusing a mount past fuse.conf's
+    mount_max) used to say "see the message above" while that message went to the log; the
+    command now shows the daemon's explaining lines on the terminal above its own."""
+    r = as_nobody("mount_max = 0\n", "mount", as_nobody.mountpoint)
+    err = r.stderr.decode()
+    assert r.returncode == 3, (r.returncode, err)
+    lines = err.strip().splitlines()
+    assert any(line.startswith("fusermount3: too many FUSE filesystems mounted") for line in lines), err
+    assert lines[-1].startswith("dropboxfs: could not mount on"), err
