@@ -55,12 +55,12 @@ enum Options {
     static let status = CommandSpec(
         name: "status",
         summaries: [("status", "account, space, credentials and active mounts")],
-        usage: ["dropboxfs status [options]"],
+        usage: ["dropboxfs status [options] [MOUNTPOINT...]"],
         description: """
             Shows the signed-in account (name, email), space used and allocated, which credentials are in \
-            use, and every active dropboxfs mount with its sync progress (the first listing as \
-            "listing: 412,000 entries, 46,000/s"). Exit code 4 without working credentials, 5 when Dropbox \
-            cannot be reached.
+            use, and every active dropboxfs mount of yours (or the MOUNTPOINTs given) with its sync progress \
+            (the first listing as "listing: 412,000 entries, 46,000/s"). Exit code 4 without working \
+            credentials, 5 when Dropbox cannot be reached, 3 when a MOUNTPOINT is not a dropboxfs mount.
             """,
         options: [
             accessTokenFile, apiURL,

@@ -20,8 +20,8 @@ enum StatusCommand {
             printOut(Help.command(Options.status))
             return .success
         }
-        guard parsed.positionals.isEmpty else { throw UsageError(description: "status takes no arguments (see status --help)") }
         try LogOptions.apply(parsed)
+        let only = try parsed.positionals.map(Self.dropboxfsMount)
         let environment = ProcessInfo.processInfo.environment
         let profile = try Profile.resolve(parsed, environment: environment)
         var endpoints = DropboxEndpoints.fromEnvironment(environment)
@@ -30,7 +30,7 @@ enum StatusCommand {
         }
         endpoints = try endpoints.approved()
         let json = parsed.has("json")
-        if parsed.has("watch") { return StatusWatch.run(json: json) }
+        if parsed.has("watch") { return StatusWatch.run(json: json, only: only) }
 
         var report = StatusReport(profile: profile.name)
         var result = ExitCode.success
@@ -58,7 +58,7 @@ enum StatusCommand {
             report.failure = error
             result = error.code
         }
-        report.mounts = MountState.all()
+        report.mounts = MountState.all(only: only)
         if json {
             printOut(report.json())
             return result
@@ -75,6 +75,18 @@ enum StatusCommand {
             }
         }
         return result
+    }
+
+    /// A MOUNTPOINT argument: the absolute path of one of this user's dropboxfs mounts.
+    static func dropboxfsMount(_ path: String) throws(CommandFailure) -> String {
+        let resolved = realpath(path, nil).map { pointer -> String in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        }
+        guard let resolved, mountedDropboxfs().contains(resolved) else {
+            throw CommandFailure(.mountPoint, "\(path) is not a dropboxfs mount of yours (see `dropboxfs status`)")
+        }
+        return resolved
     }
 
     /// The value of `key=value` in a status line, nil when absent.

@@ -18,8 +18,9 @@ struct MountState {
     var fields: [String: String]
     var answering: Bool
 
-    static func all() -> [MountState] {
-        StatusCommand.mountedDropboxfs().map { path in
+    /// This user's dropboxfs mounts (only those in `only`, when it is not empty).
+    static func all(only: [String] = []) -> [MountState] {
+        StatusCommand.mountedDropboxfs().filter { only.isEmpty || only.contains($0) }.map { path in
             let raw = StatusCommand.readStatus(path)
             let answering = raw.map { !$0.hasPrefix("(not answering") } ?? false
             var fields: [String: String] = [:]
@@ -127,13 +128,14 @@ enum StatusWatch {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Follows the mounts once a second until no mount is left (exit 0) or the user interrupts.
-    static func run(json: Bool, interval: Double = 1) -> ExitCode {
+    /// Follows the mounts (all of this user's, or those in `only`) once a second until none is left
+    /// (exit 0) or the user interrupts.
+    static func run(json: Bool, only: [String] = [], interval: Double = 1) -> ExitCode {
         let terminal = isatty(1) == 1 && !json
         var previous: [String] = []
         var drawn = 0
         while true {
-            let mounts = MountState.all()
+            let mounts = MountState.all(only: only)
             if json {
                 let object: [String: Any] = ["time": Log.timestamp(), "mounts": mounts.map(\.jsonObject)]
                 raw(encode(object) + "\n")
