@@ -1,7 +1,10 @@
-// Bakes the commit dropboxfs is built from into the binary (`dropboxfs --version`): before every
-// build, a shell command writes BuildCommit.swift with `git describe`'s answer for the package's
-// folder, or "unknown" outside a git checkout. The file is rewritten only when its text changes,
-// so an unchanged commit costs no recompilation.
+// Bakes the commit dropboxfs is built from into the binary (`dropboxfs --version`): a prebuild
+// command writes BuildCommit.swift with `git rev-parse --short=12 HEAD` for the package's folder
+// ("-modified" when tracked files differ from it), or "unknown" outside a git checkout. The file is
+// rewritten only when its text changes, so an unchanged commit costs no recompilation.
+// SwiftPM runs prebuild commands when it plans a build (first build, a changed manifest or set of
+// files), not on every incremental build, so a development build may name an earlier commit;
+// scripts/install touches Package.swift first, so release builds always name their own.
 
 import Foundation
 import PackagePlugin

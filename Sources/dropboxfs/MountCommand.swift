@@ -51,6 +51,9 @@ enum MountCommand {
         let mountpoint = try MountPointChecks.validate(
             configuration.mountpoint, isDefault: configuration.mountpointIsDefault,
             allowNonEmpty: configuration.allowNonEmpty)
+        try configuration.checkCacheFolder()
+        let background = !configuration.foreground && !Daemon.isChild
+        if background { try configuration.checkLogFile() }
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, profile: configuration.profile,
             endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts)
@@ -66,7 +69,7 @@ enum MountCommand {
             try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
         }
 
-        if !configuration.foreground && !Daemon.isChild {
+        if background {
             try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())
             let offline = target.offline ? " offline, from the stored tree (Dropbox cannot be reached)" : ""
             printOut(
@@ -254,6 +257,26 @@ struct MountConfiguration {
             }
         }
         return profile.logFile
+    }
+
+    /// Before any request: the log file can be opened for appending (never through a symlink),
+    /// so a bad --log-file is not found only when the daemon starts.
+    func checkLogFile() throws(CommandFailure) {
+        let path = try logFilePath()
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw CommandFailure(logFile == nil ? .failure : .usage, "cannot open the log file \(path): \(reason)")
+        }
+        close(fd)
+    }
+
+    /// Before any request: CACHE_DIR, if it exists, is a folder.
+    func checkCacheFolder() throws(CommandFailure) {
+        var st = stat()
+        if stat(cacheFolder, &st) == 0 && st.st_mode & S_IFMT != S_IFDIR {
+            throw CommandFailure(.usage, "the cache folder \(cacheFolder) is not a folder (see --cache-dir)")
+        }
     }
 
     /// CACHE_DIR: --cache-dir, default the profile's ($XDG_CACHE_HOME/dropboxfs without one).

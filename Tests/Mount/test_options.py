@@ -297,3 +297,25 @@ def test_background_failures_show_their_real_reason(as_nobody, fake):
     lines = err.strip().splitlines()
     assert any(line.startswith("fusermount3: too many FUSE filesystems mounted") for line in lines), err
     assert lines[-1].startswith("dropboxfs: could not mount on"), err
+
+
+@pytest.mark.parametrize("what", ["log-file in a missing folder", "log-file through a symlink",
+                                  "cache-dir that is a file"])
+def test_paths_are_checked_before_any_request(binary, fake, tmp_path, what):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    target = tmp_path / "some-file"
+    target.write_text("untouched\n")
+    if what == "log-file in a missing folder":
+        args, fragment = ["--log-file", tmp_path / "missing" / "x.log"], "cannot open the log file"
+    elif what == "log-file through a symlink":
+        (tmp_path / "link.log").symlink_to(target)
+        args, fragment = ["--log-file", tmp_path / "link.log"], "symbolic link"
+    else:
+        args, fragment = ["--cache-dir", target], "not a folder"
+    r = run(binary, "mount", mnt, *args, env=env_for(fake, extra={"XDG_STATE_HOME": str(tmp_path / "state")}))
+    err = r.stderr.decode()
+    assert r.returncode == 2 and fragment in err.strip().splitlines()[-1], (r.returncode, err)
+    assert fake.stats()["total"] == 0
+    assert target.read_text() == "untouched\n"
+    assert not is_mounted(mnt)
