@@ -258,10 +258,12 @@ enum Generators {
                 if let short = option.short { line += " -s \(short)" }
                 if option.hasLongForm { line += " -l \(option.name)" } else if option.short == nil { line += " -s \(option.name)" }
                 if option.value != nil {
-                    line += " -r"
+                    // -x: takes a value, and no file names unless listed here (-F would offer
+                    // files after every option of the command).
+                    line += " -x"
                     switch option.completion {
-                    case .file: line += " -F"
-                    case .directory: line += " -a '(__fish_complete_directories)'"
+                    case .file: line += " -a '(__fish_complete_path (commandline -ct))'"
+                    case .directory: line += " -a '(__fish_complete_directories (commandline -ct))'"
                     case .profile:
                         line += " -a '(command ls (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo ~/.config)/dropboxfs/profiles 2>/dev/null)'"
                     case .choices(let choices): line += " -a '\(choices.joined(separator: " "))'"
@@ -271,7 +273,7 @@ enum Generators {
                 s += line + " -d '\(fishText(option.help))'\n"
             }
             if spec.name == "mount" {
-                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from mount' -a '(__fish_complete_directories)'\n"
+                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from mount' -a '(__fish_complete_directories (commandline -ct))'\n"
             }
         }
         return s

@@ -144,12 +144,23 @@ def test_zsh_and_fish_completions_name_exactly_the_declared_options(declarations
                 found.update("-" + s for s in re.findall(r" -s (\S)", line))
                 found.update("--" + s for s in re.findall(r" -l (\S+)", line))
         assert found == visible_forms(options), command
-    if shutil.which("zsh"):
-        r = run("zsh", "-n", installed / "share/zsh/site-functions/_dropboxfs")
+    # zsh and fish come from scripts/install-deps: zsh checks the syntax, fish completes for real.
+    r = run("zsh", "-n", installed / "share/zsh/site-functions/_dropboxfs")
+    assert r.returncode == 0, r.stderr
+    script = installed / "share/fish/vendor_completions.d/dropboxfs.fish"
+    r = run("fish", "--no-execute", script)
+    assert r.returncode == 0, r.stderr
+
+    def fish_complete(line):
+        r = run("fish", "-c", f'source "{script}"; complete -C "{line}"', cwd=installed)
         assert r.returncode == 0, r.stderr
-    if shutil.which("fish"):
-        r = run("fish", "--no-execute", installed / "share/fish/vendor_completions.d/dropboxfs.fish")
-        assert r.returncode == 0, r.stderr
+        return {entry.split("\t")[0] for entry in r.stdout.decode().splitlines()}
+
+    assert fish_complete("dropboxfs ") == set(declarations["commands"])
+    assert fish_complete("dropboxfs mount --cache-") == {"--cache-dir", "--cache-size"}
+    assert fish_complete("dropboxfs mount --log-level ") == {"debug", "info", "warning", "error"}
+    assert fish_complete("dropboxfs mount --cache-dir sh") == {"share/"}
+    assert fish_complete("dropboxfs status --threads") == set(), "an option of mount offered for status"
 
 
 SAMPLES = {"KEY": "k", "URL": "http://127.0.0.1:9", "FILE": "/dev/null", "NAME": "work", "CODE": "c"}
