@@ -28,9 +28,6 @@ enum Environment {
         if let home = userDatabaseHome() { setenv("HOME", home, 1) }
     }
 
-    /// The variables as a dictionary (read again each time: HOME may have been set above).
-    static var current: [String: String] { ProcessInfo.processInfo.environment }
-
     /// `path` made absolute against the current working directory.
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path

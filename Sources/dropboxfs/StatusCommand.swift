@@ -60,7 +60,7 @@ enum StatusCommand {
         }
         report.mounts = MountState.all(only: only)
         if json {
-            printOut(report.json())
+            StatusWatch.printJSON(report.json())
             return result
         }
         if report.mounts.isEmpty {

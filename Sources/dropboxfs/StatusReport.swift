@@ -123,10 +123,26 @@ struct StatusReport {
 }
 
 enum StatusWatch {
+    /// One line of JSON that is also safe on a terminal: JSONSerialization escapes C0 controls,
+    /// and here DEL, C1 controls and the bidirectional overrides (Log.escaped's set) become \uXXXX
+    /// too. They can only stand inside strings, so the JSON stays valid and means the same.
     static func encode(_ object: [String: Any]) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        var out = ""
+        for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
+            switch scalar.value {
+            case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
+
+    /// Prints a JSON line as it is (encode made it safe).
+    static func printJSON(_ text: String) { raw(text + "\n") }
 
     /// Follows the mounts (all of this user's, or those in `only`) once a second until none is left
     /// (exit 0) or the user interrupts.
@@ -157,7 +173,7 @@ enum StatusWatch {
     }
 
     /// Bytes to stdout as they are (the caller escaped any text from elsewhere).
-    private static func raw(_ text: String) {
+    static func raw(_ text: String) {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {

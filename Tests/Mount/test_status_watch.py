@@ -144,3 +144,17 @@ def test_a_mountpoint_that_is_not_a_dropboxfs_mount(binary, fake_factory, tmp_pa
     r = run(binary, "status", *args, tmp_path, env=env_for(fake), timeout=15)
     assert r.returncode == 3 and b"not a dropboxfs mount" in r.stderr, r
     assert fake.stats()["total"] == 0
+
+
+def test_json_is_valid_and_safe_on_a_terminal(binary, fake_factory, mount_factory, tmp_path):
+    """Text from elsewhere (here a mount point's name with a right-to-left override and a C1
+    control) comes out of --json as \\u escapes: still the same JSON, nothing a terminal acts on."""
+    fake = fake_factory()
+    folder = tmp_path / "mnt\u202eevil\u009b"
+    folder.mkdir()
+    m = mount_factory(fake, mountpoint=folder)
+    r = run(binary, "status", "--json", m.path, env=env_for(fake))
+    assert r.returncode == 0, r
+    text = r.stdout.decode()
+    assert "\u202e" not in text and "\u009b" not in text and "\\u202e" in text, text
+    assert [mount["path"] for mount in json.loads(text)["mounts"]] == [str(folder)]
