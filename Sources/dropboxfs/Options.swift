@@ -150,9 +150,9 @@ enum Options {
                 help: "cap of the memory used for read-ahead buffers (default 256M)", mountOption: true),
             OptionSpec(
                 name: "timeouts", value: "SPEC",
-                help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s,low-speed=1024/30s,connect=10s,"
-                    + "download-rate=65536,max-pause=10m (durations; in -o separate the items with ':'; "
-                    + "docs/SEMANTICS.md \"Bounds\")",
+                help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s: connect, rpc, download, stall and "
+                    + "max-pause take durations, low-speed BYTES/DURATION (e.g. 1024/30s), download-rate bytes per "
+                    + "second; in -o separate the items with ':' (docs/SEMANTICS.md \"Bounds\")",
                 mountOption: true),
             OptionSpec(
                 name: "log-level", value: "LEVEL", help: "debug, info, warning or error (default info)", mountOption: true,
@@ -170,7 +170,8 @@ enum Options {
         footer: """
             Every mount is read-only: writes fail with EROFS ("Read-only file system"). \
             Mount options always set: ro,default_permissions,nosuid,nodev,noatime,auto_unmount,\
-            fsname=dropboxfs,subtype=dropboxfs.
+            subtype=dropboxfs, and fsname=dropboxfs (the profile's name with --profile, SOURCE in mount \
+            helper mode).
             """)
 
     static let version = CommandSpec(
