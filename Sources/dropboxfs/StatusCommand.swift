@@ -67,7 +67,7 @@ enum StatusCommand {
             printOut("mounts:      none")
         } else {
             for mount in report.mounts {
-                printOut("mount:       \(mount.path) \(mount.raw ?? "(status unavailable)")")
+                printOut("mount:       \(mount.path)\(mount.profileSuffix) \(mount.raw ?? "(status unavailable)")")
                 if let since = mount.fields["offline_since"] {
                     printOut("             offline since \(since): Dropbox cannot be reached; serving the known tree")
                 }

@@ -3,6 +3,7 @@
 // interrupted or no mount is left: redrawn in place on a terminal, one line per change otherwise.
 
 import DropboxAPI
+import FUSEAdapter
 import Foundation
 
 #if canImport(Glibc)
@@ -17,10 +18,22 @@ struct MountState {
     /// Its key=value pairs (empty when the daemon did not answer).
     var fields: [String: String]
     var answering: Bool
+    /// The mount's source in the mount table: "dropboxfs", or the profile's name.
+    var source: String?
+
+    /// The profile a mount belongs to, from its source (nil: the default profile).
+    var profile: String? {
+        guard let source, !MountHelper.defaultSources.contains(source) else { return nil }
+        return source
+    }
+
+    /// " (profile work)" or "".
+    var profileSuffix: String { profile.map { " (profile \($0))" } ?? "" }
 
     /// This user's dropboxfs mounts (only those in `only`, when it is not empty).
     static func all(only: [String] = []) -> [MountState] {
-        StatusCommand.mountedDropboxfs().filter { only.isEmpty || only.contains($0) }.map { path in
+        let sources = mountSources()
+        return StatusCommand.mountedDropboxfs().filter { only.isEmpty || only.contains($0) }.map { path in
             let raw = StatusCommand.readStatus(path)
             let answering = raw.map { !$0.hasPrefix("(not answering") } ?? false
             var fields: [String: String] = [:]
@@ -30,8 +43,23 @@ struct MountState {
                     if pair.count == 2 { fields[pair[0]] = pair[1] }
                 }
             }
-            return MountState(path: path, raw: raw, fields: fields, answering: answering)
+            return MountState(path: path, raw: raw, fields: fields, answering: answering, source: sources[path])
         }
+    }
+
+    /// Mount point -> source of every fuse.dropboxfs mount in /proc/self/mountinfo
+    /// ("... MOUNTPOINT ... - TYPE SOURCE SUPEROPTIONS").
+    static func mountSources() -> [String: String] {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [:] }
+        var result: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
+                fields[dash + 1] == "fuse.dropboxfs"
+            else { continue }
+            result[MountTable.unescape(String(fields[4]))] = MountTable.unescape(String(fields[dash + 2]))
+        }
+        return result
     }
 
     var entries: Int? { fields["entries"].flatMap { Int($0) } }
@@ -73,7 +101,7 @@ struct MountState {
     }
 
     var jsonObject: [String: Any] {
-        var object: [String: Any] = ["path": path, "answering": answering]
+        var object: [String: Any] = ["path": path, "answering": answering, "profile": profile ?? NSNull()]
         if answering {
             var status: [String: Any] = [:]
             for (key, value) in fields { status[key] = Int(value) ?? value }
@@ -156,7 +184,7 @@ enum StatusWatch {
                 let object: [String: Any] = ["time": Log.timestamp(), "mounts": mounts.map(\.jsonObject)]
                 raw(encode(object) + "\n")
             } else {
-                let lines = mounts.isEmpty ? ["no dropboxfs mount"] : mounts.map { "\($0.path): \($0.summary)" }
+                let lines = mounts.isEmpty ? ["no dropboxfs mount"] : mounts.map { "\($0.path)\($0.profileSuffix): \($0.summary)" }
                 if terminal {
                     // Back to the first line drawn last time, and clear from there down.
                     if drawn > 0 { raw("\u{1B}[\(drawn)F\u{1B}[J") }

@@ -205,3 +205,54 @@ def test_user_units_verify(installed_units, tmp_path):
     for unit in ("dropboxfs.service", "dropboxfs@work.service"):
         r = run("systemd-analyze", "--user", "verify", unit, env=env, cwd=units)
         assert r.returncode == 0 and r.stdout == b"" and r.stderr == b"", (unit, r.stdout, r.stderr)
+
+
+def unit_commands(unit_text, home, instance=None):
+    """ExecStart and ExecStop of a unit, with the specifiers systemd fills in (%h, %i)."""
+    commands = {}
+    for line in unit_text.splitlines():
+        key, _, value = line.partition("=")
+        if key in ("ExecStart", "ExecStop"):
+            value = value.replace("%h", str(home))
+            if instance is not None:
+                value = value.replace("%i", instance)
+            commands[key] = value.split()
+    return commands
+
+
+@pytest.mark.parametrize("unit,instance,folder", [("dropboxfs.service", None, "dropbox"),
+                                                   ("dropboxfs@.service", "work", "dropbox-work")])
+def test_units_start_and_stop_as_systemd_runs_them(installed_units, fake, tmp_path, unit, instance, folder):
+    """What systemd does with a unit, done by hand: run ExecStart in a clean environment with HOME
+    and NOTIFY_SOCKET (no systemd runs here), wait for READY=1, check ~/dropbox(-NAME) is mounted,
+    run ExecStop, and see STOPPING=1 and a clean exit. A failure that a restart cannot fix (no
+    credentials: exit 4) is one the unit does not restart."""
+    home = tmp_path / "home"
+    home.mkdir()
+    text = (installed_units / "lib/systemd/user" / unit).read_text()
+    commands = unit_commands(text, home, instance)
+    mnt = home / folder
+    notify = NotifySocket(str(tmp_path / "notify.sock"), mnt)
+    env = env_for(fake, extra={"HOME": str(home), "NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
+    for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        env.pop(key, None)
+    log = open(tmp_path / "unit.log", "wb")
+    p = subprocess.Popen(commands["ExecStart"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, cwd="/")
+    try:
+        text_ready, mounted = notify.wait_for("READY=1")
+        assert mounted and f"STATUS=mounted on {mnt}" in text_ready.splitlines(), text_ready
+        assert os.listdir(mnt) == ["folder", "hello.txt"]
+        r = run(*commands["ExecStop"], env=env, timeout=15)
+        assert r.returncode == 0, r
+        notify.wait_for("STOPPING=1")
+        assert p.wait(timeout=15) == 0
+        assert not is_mounted(mnt)
+    finally:
+        stop(p, mnt)
+        log.close()
+        notify.close()
+    prevented = next(line for line in text.splitlines() if line.startswith("RestartPreventExitStatus="))
+    bare = {k: v for k, v in env_for(fake, token=None, extra={"HOME": str(home)}).items() if not k.startswith("XDG_")}
+    r = run(*commands["ExecStart"], env=bare, timeout=30)
+    assert r.returncode == 4 and "4" in prevented.split("=", 1)[1].split(), (r, prevented)
