@@ -10,6 +10,8 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -162,6 +164,32 @@ def test_zsh_and_fish_completions_name_exactly_the_declared_options(declarations
     assert fish_complete("dropboxfs mount --cache-dir sh") == {"share/"}
     assert fish_complete("dropboxfs status --threads") == set(), "an option of mount offered for status"
 
+    # zsh, for real: an interactive zsh in a pty (zpty) with compinit and the generated function,
+    # whose compadd calls are recorded, gets TAB after the typed words.
+    def zsh_complete(line, tmp):
+        out = tmp / "candidates"
+        script = tmp / "probe.zsh"
+        script.write_text(f"""
+zmodload zsh/zpty
+zpty z 'zsh -f -i'
+zpty -w z 'fpath=({installed}/share/zsh/site-functions $fpath); autoload -U compinit; compinit -u -d {tmp}/dump'
+zpty -w z 'compadd() {{ local -a found; builtin compadd -O found "$@"; print -l -- $found >> {out}; builtin compadd "$@" }}'
+zpty -w z 'zstyle ":completion:*" menu no; print -r -- ready > {tmp}/ready'
+for i in {{1..100}}; do [[ -e {tmp}/ready ]] && break; sleep 0.1; done
+zpty -w -n z $'{line}\t'
+for i in {{1..100}}; do [[ -s {out} ]] && break; sleep 0.1; done
+sleep 0.5
+zpty -d z
+""")
+        run("zsh", "-f", script, timeout=60)
+        return set(out.read_text().split()) if out.exists() else set()
+
+    for line, wanted in [("dropboxfs mount --cac", {"--cache-dir", "--cache-size"}),
+                         ("dropboxfs mount --log-level ", {"debug", "info", "warning", "error"}),
+                         ("dropboxfs stat", {"status"})]:
+        with tempfile.TemporaryDirectory() as tmp:
+            assert zsh_complete(line, Path(tmp)) == wanted, line
+
 
 SAMPLES = {"KEY": "k", "URL": "http://127.0.0.1:9", "FILE": "/dev/null", "NAME": "work", "CODE": "c"}
 
@@ -252,7 +280,6 @@ def as_nobody(binary, fake):
     """Runs dropboxfs as user nobody in a private mount namespace where /etc/fuse.conf is a file of
     the test's and /dev/fuse is usable by anyone (a new device node on a tmpfs, bound over it); the
     host's files are untouched. Returns run(fuse_conf_text, *args) -> CompletedProcess."""
-    import tempfile
     if shutil.which("unshare") is None or shutil.which("setpriv") is None:
         pytest.fail("unshare and setpriv (util-linux) are needed")
     shared = tempfile.mkdtemp(prefix="dropboxfs-nobody-", dir="/tmp")
