@@ -55,8 +55,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "dropboxfs",
-            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter"]
+            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter"],
+            plugins: ["BuildInfoPlugin"]
         ),
+        // Bakes the commit into dropboxfs --version.
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         .target(
             name: "DropboxTestSupport",
             dependencies: ["DropboxAPI"]

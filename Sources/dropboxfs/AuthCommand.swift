@@ -11,14 +11,10 @@ import Foundation
 #endif
 
 enum AuthCommand {
-    static let spec = ArgumentSpec(
-        valued: ["app-key": "app-key", "code": "code", "api-url": "api-url", "oauth-url": "oauth-url"],
-        switches: ["sign-out": "sign-out", "h": "help", "help": "help"])
-
     static func run(_ arguments: [String]) throws -> ExitCode {
-        let parsed = try spec.parse(arguments)
+        let parsed = try Options.auth.parse(arguments)
         if parsed.has("help") {
-            printOut(Help.auth)
+            printOut(Help.command(Options.auth))
             return .success
         }
         guard parsed.positionals.isEmpty else { throw UsageError(description: "auth takes no arguments (see auth --help)") }
@@ -30,15 +26,17 @@ enum AuthCommand {
                     + "(PKCE); run `dropboxfs auth` and paste the code, or pipe it on standard input")
         }
         let environment = ProcessInfo.processInfo.environment
+        try LogOptions.apply(parsed)
+        let profile = try Profile.resolve(parsed, environment: environment)
         var endpoints = DropboxEndpoints.fromEnvironment(environment)
         if let url = parsed.value("api-url") { endpoints.api = url }
         if let url = parsed.value("oauth-url") { endpoints.oauth = url }
         endpoints = try DropboxEndpoints(
             api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth
         ).approved()
-        if parsed.has("sign-out") { return try signOut(environment: environment, endpoints: endpoints) }
+        if parsed.has("sign-out") { return try signOut(profile: profile, endpoints: endpoints) }
 
-        let stored = try? CredentialStore.load(environment)
+        let stored = try? CredentialStore.load(profile)
         guard let appKey = parsed.value("app-key") ?? environment["DROPBOXFS_APP_KEY"].flatMap({ $0.isEmpty ? nil : $0 })
             ?? stored?.appKey
         else {
@@ -61,7 +59,7 @@ enum AuthCommand {
             grant = try runBlocking { try await oauth.exchange(code: code, pkce: pkce) }
         } catch let error as DropboxError {
             if case .oauth(let kind, _) = error, kind == "invalid_grant" {
-                throw CommandFailure(.credentials, "Dropbox did not accept the code (expired, already used, or mistyped): run `dropboxfs auth` again")
+                throw CommandFailure(.credentials, "Dropbox did not accept the code (expired, already used, or mistyped): run `dropboxfs auth\(profile.flag)` again")
             }
             throw AccountCheck.failure(error, endpoints: endpoints)
         }
@@ -73,15 +71,15 @@ enum AuthCommand {
         let account = try AccountCheck.verify(client, endpoints: endpoints)
         try CredentialStore.save(
             StoredCredentials(appKey: appKey, refreshToken: refreshToken, accountId: account.accountId, email: account.email),
-            environment)
-        printOut("Signed in as \(Log.escaped(account.displayName)) <\(Log.escaped(account.email))>.")
-        printOut("Credentials saved to \(CredentialStore.path(environment)); mount with: dropboxfs mount")
+            profile)
+        printOut("Signed in as \(Log.escaped(account.displayName)) <\(Log.escaped(account.email))>\(profile.suffix).")
+        printOut("Credentials saved to \(CredentialStore.path(profile)); mount with: dropboxfs mount\(profile.flag)")
         return .success
     }
 
-    private static func signOut(environment: [String: String], endpoints: DropboxEndpoints) throws -> ExitCode {
-        guard let stored = try CredentialStore.load(environment) else {
-            printOut("Not signed in (no \(CredentialStore.path(environment))).")
+    private static func signOut(profile: Profile, endpoints: DropboxEndpoints) throws -> ExitCode {
+        guard let stored = try CredentialStore.load(profile) else {
+            printOut("Not signed in\(profile.suffix) (no \(CredentialStore.path(profile))).")
             return .success
         }
         let oauth = OAuthClient(appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport)
@@ -96,7 +94,7 @@ enum AuthCommand {
             revoked = false
             printError("could not revoke the sign-in at Dropbox (\(error)); deleting it here anyway")
         }
-        CredentialStore.delete(environment)
+        CredentialStore.delete(profile)
         printOut(revoked ? "Signed out: the sign-in was revoked and deleted." : "Signed out locally.")
         return revoked ? .success : .unreachable
     }

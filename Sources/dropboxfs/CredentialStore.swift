@@ -1,5 +1,5 @@
 // The stored sign-in: app key and refresh token in $XDG_CONFIG_HOME/dropboxfs/credentials.json
-// (default ~/.config/dropboxfs). The folder is 0700 and the file 0600 from the moment it exists:
+// (default ~/.config/dropboxfs; a profile's in profiles/NAME there, Profile.swift). The folder is 0700 and the file 0600 from the moment it exists:
 // it is created with those modes (O_EXCL, never chmod'ed later), written, synced and renamed into
 // place, so no other user can read it even for an instant and a crash never leaves half a file.
 
@@ -24,18 +24,15 @@ struct StoredCredentials: Codable, Equatable {
 }
 
 enum CredentialStore {
-    static func directory(_ environment: [String: String]) -> String {
-        if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty { return config + "/dropboxfs" }
-        return (environment["HOME"] ?? "/root") + "/.config/dropboxfs"
-    }
+    static func directory(_ profile: Profile) -> String { profile.configFolder }
 
-    static func path(_ environment: [String: String]) -> String {
-        directory(environment) + "/credentials.json"
+    static func path(_ profile: Profile) -> String {
+        directory(profile) + "/credentials.json"
     }
 
     /// The stored credentials, nil when there are none.
-    static func load(_ environment: [String: String]) throws(CommandFailure) -> StoredCredentials? {
-        let file = path(environment)
+    static func load(_ profile: Profile) throws(CommandFailure) -> StoredCredentials? {
+        let file = path(profile)
         guard access(file, F_OK) == 0 else { return nil }
         guard let data = FileManager.default.contents(atPath: file) else {
             throw CommandFailure(.credentials, "cannot read \(file): \(String(cString: strerror(errno)))")
@@ -43,15 +40,15 @@ enum CredentialStore {
         guard let credentials = try? JSONDecoder().decode(StoredCredentials.self, from: data),
             !credentials.refreshToken.isEmpty, !credentials.appKey.isEmpty
         else {
-            throw CommandFailure(.credentials, "\(file) is damaged: run `dropboxfs auth` again")
+            throw CommandFailure(.credentials, "\(file) is damaged: run `dropboxfs auth\(profile.flag)` again")
         }
         return credentials
     }
 
-    static func save(_ credentials: StoredCredentials, _ environment: [String: String]) throws(CommandFailure) {
-        let folder = directory(environment)
+    static func save(_ credentials: StoredCredentials, _ profile: Profile) throws(CommandFailure) {
+        let folder = directory(profile)
         try makePrivateDirectory(folder)
-        let target = path(environment)
+        let target = path(profile)
         let temporary = folder + "/.credentials.\(getpid()).tmp"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -86,8 +83,8 @@ enum CredentialStore {
 
     /// Removes the stored credentials; true when there were some.
     @discardableResult
-    static func delete(_ environment: [String: String]) -> Bool {
-        unlink(path(environment)) == 0
+    static func delete(_ profile: Profile) -> Bool {
+        unlink(path(profile)) == 0
     }
 
     /// Creates `folder` (and missing parents) so that the dropboxfs folder is 0700.

@@ -21,27 +21,27 @@ struct ResolvedCredentials {
 enum Credentials {
     /// `timeouts`: of the OAuth token requests that renew a stored sign-in's access token.
     static func resolve(
-        file: String?, environment: [String: String], endpoints: DropboxEndpoints,
+        file: String?, profile: Profile, endpoints: DropboxEndpoints,
         timeouts: HTTPTimeouts = DropboxHTTPClient.Configuration().rpcTimeouts
     ) throws(CommandFailure) -> ResolvedCredentials {
-        if let token = try accessToken(file: file, environment: environment) {
+        if let token = try accessToken(file: file) {
             let source = file.map { "access token from the file \($0)" } ?? "access token from DROPBOXFS_ACCESS_TOKEN"
             return ResolvedCredentials(tokens: StaticTokenProvider(token: token), source: source)
         }
-        if let stored = try CredentialStore.load(environment) {
+        if let stored = try CredentialStore.load(profile) {
             let oauth = OAuthClient(
                 appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport, timeouts: timeouts)
             return ResolvedCredentials(
                 tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
-                source: "stored sign-in (\(CredentialStore.path(environment)))", accountID: stored.accountId)
+                source: "stored sign-in\(profile.suffix) (\(CredentialStore.path(profile)))", accountID: stored.accountId)
         }
         throw CommandFailure(
             .credentials,
-            "no Dropbox credentials: run `dropboxfs auth` to sign in, or set DROPBOXFS_ACCESS_TOKEN, or pass --access-token-file FILE")
+            "no Dropbox credentials\(profile.suffix): run `dropboxfs auth\(profile.flag)` to sign in, or set DROPBOXFS_ACCESS_TOKEN, or pass --access-token-file FILE")
     }
 
     /// The explicitly given access token, nil when neither the file nor the variable is given.
-    static func accessToken(file: String?, environment: [String: String]) throws(CommandFailure) -> String? {
+    static func accessToken(file: String?) throws(CommandFailure) -> String? {
         if let file {
             guard let handle = fopen(file, "r") else {
                 throw CommandFailure(.credentials, "cannot read access token file \(file): \(String(cString: strerror(errno)))")

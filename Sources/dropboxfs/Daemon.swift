@@ -2,6 +2,11 @@
 // --foreground in a new session (posix_spawn + setsid), stdout and stderr going to the log file,
 // and waits on a pipe until the child says the mount is ready or why it failed. Forking a process
 // that already runs Swift concurrency and libcurl threads is unsafe; spawning a fresh one is not.
+// When the child fails, what it wrote to the log that explains it (warnings, errors, and lines of
+// libfuse or fusermount3) is shown on the terminal above the one-line reason, so no failure
+// points at a message the user cannot see.
+
+import DropboxAPI
 
 #if canImport(Glibc)
     import Glibc
@@ -24,6 +29,7 @@ enum Daemon {
 
     /// Starts the daemon and returns once it reports the mount ready; throws its failure otherwise.
     static func spawnAndWait(arguments: [String], logFile: String) throws(CommandFailure) {
+        let logStart = fileSize(logFile)
         guard let (readEnd, writeEnd) = SelfSpawn.pipe() else {
             throw CommandFailure(.failure, "cannot create a pipe: \(String(cString: strerror(errno)))")
         }
@@ -65,11 +71,46 @@ enum Daemon {
         // "fail <code> <message>"
         let parts = text.split(separator: " ", maxSplits: 2).map(String.init)
         if parts.count == 3, parts[0] == "fail", let raw = Int32(parts[1]), let code = ExitCode(rawValue: raw) {
-            throw CommandFailure(code, parts[2].trimmingWhitespace())
+            let message = parts[2].trimmingWhitespace()
+            showExplanation(logFile, from: logStart, except: message)
+            throw CommandFailure(code, message)
         }
         var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        throw CommandFailure(.failure, "the background daemon exited before mounting (see \(logFile))")
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        showExplanation(logFile, from: logStart, except: nil)
+        let how = status & 0x7f == 0 ? "with status \((status >> 8) & 0xff)" : "killed by signal \(status & 0x7f)"
+        throw CommandFailure(.failure, "the background daemon exited \(how) before mounting (its log: \(logFile))")
+    }
+
+    private static func fileSize(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+    }
+
+    /// Prints the lines the daemon logged since `offset` that explain a failure: its warnings and
+    /// errors, and anything not from dropboxfs's logger (libfuse, fusermount3, a crash report);
+    /// the last 20 of them, escaped. `except`: the failure's own message, printed after.
+    private static func showExplanation(_ logFile: String, from offset: Int, except message: String?) {
+        guard let handle = fopen(logFile, "r") else { return }
+        defer { fclose(handle) }
+        if offset > 0 && offset <= fileSize(logFile) { fseek(handle, offset, SEEK_SET) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < 4 << 20 {
+            let n = fread(&buffer, 1, buffer.count, handle)
+            if n <= 0 { break }
+            bytes.append(contentsOf: buffer[0..<n])
+        }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        let telling = lines.filter { line in
+            if let message, line == "dropboxfs: \(Log.escaped(message))" { return false }
+            if line.contains(" dropboxfs[info]: ") || line.contains(" dropboxfs[debug]: ") { return false }
+            return !line.trimmingWhitespace().isEmpty
+        }
+        for line in telling.suffix(20) {
+            let text = Log.escaped(line) + "\n"
+            _ = text.withCString { write(2, $0, strlen($0)) }
+        }
     }
 
     /// In the child: tells the waiting parent that the mount is ready.

@@ -12,28 +12,27 @@ import Foundation
 #endif
 
 enum MountCommand {
-    static let spec = ArgumentSpec(
-        valued: [
-            "o": "o", "access-token-file": "access-token-file", "api-url": "api-url",
-            "content-url": "content-url", "notify-url": "notify-url", "attr-timeout": "attr-timeout",
-            "dir-cache-time": "dir-cache-time", "threads": "threads", "log-level": "log-level",
-            "log-file": "log-file", "cache-dir": "cache-dir", "cache-size": "cache-size",
-            "read-buffer-memory": "read-buffer-memory", "timeouts": "timeouts",
-        ],
-        switches: [
-            "f": "foreground", "foreground": "foreground", "allow-other": "allow-other",
-            "allow-non-empty": "allow-non-empty", "no-prefetch": "no-prefetch", "no-watch": "no-watch",
-            "no-disk-cache": "no-disk-cache", "home-only": "home-only", "no-persist": "no-persist", "fresh": "fresh", "d": "debug", "debug": "debug", "h": "help", "help": "help",
-        ])
-
     static func run(_ arguments: [String]) throws -> ExitCode {
-        let parsed = try spec.parse(arguments)
-        if parsed.has("help") {
-            printOut(Help.mount)
+        let first = try Options.mount.parse(arguments)
+        if first.has("help") {
+            printOut(Help.command(Options.mount))
             return .success
         }
         do {
-            let configuration = try MountConfiguration(parsed, environment: ProcessInfo.processInfo.environment)
+            // -o items that are long options count as if given before the command line's own.
+            let expansion = try MountOptionList.expand(first.values("o"))
+            let parsed = expansion.arguments.isEmpty ? first : try Options.mount.parse(expansion.arguments + arguments)
+            Log.level = try LogOptions.level(parsed)
+            let isDaemon = parsed.has("foreground") || Daemon.isChild
+            // The daemon's first log line: what runs, for any report made from its log.
+            if isDaemon {
+                SystemdNotify.take()
+                Log.info("\(BuildInfo.summary); pid \(getpid())")
+            }
+            for item in expansion.ignored { Log.debug("mount option \(item) is not for dropboxfs: ignored") }
+            let configuration = try MountConfiguration(
+                parsed, fuseOptions: expansion.fuse, environment: ProcessInfo.processInfo.environment)
+            if Daemon.isChild { Log.rotate(path: try configuration.logFilePath(), limit: MountConfiguration.logFileLimit) }
             return try mount(configuration, arguments: arguments)
         } catch let failure as CommandFailure {
             Daemon.reportFailure(failure)
@@ -45,13 +44,18 @@ enum MountCommand {
     }
 
     private static func mount(_ configuration: MountConfiguration, arguments: [String]) throws -> ExitCode {
-        Log.level = configuration.logLevel
         try MountPointChecks.checkFUSEAvailable()
+        if configuration.mountOptions.contains("allow_other") || configuration.mountOptions.contains("allow_root") {
+            try MountPointChecks.checkAllowOther()
+        }
         let mountpoint = try MountPointChecks.validate(
             configuration.mountpoint, isDefault: configuration.mountpointIsDefault,
             allowNonEmpty: configuration.allowNonEmpty)
+        try configuration.checkCacheFolder()
+        let background = !configuration.foreground && !Daemon.isChild
+        if background { try configuration.checkLogFile() }
         let credentials = try Credentials.resolve(
-            file: configuration.accessTokenFile, environment: ProcessInfo.processInfo.environment,
+            file: configuration.accessTokenFile, profile: configuration.profile,
             endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts)
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
@@ -65,10 +69,12 @@ enum MountCommand {
             try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
         }
 
-        if !configuration.foreground && !Daemon.isChild {
+        if background {
             try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())
             let offline = target.offline ? " offline, from the stored tree (Dropbox cannot be reached)" : ""
-            printOut("dropboxfs: mounted \(Log.escaped(target.email))'s Dropbox on \(mountpoint)\(offline) (unmount: fusermount3 -u \(mountpoint))")
+            printOut(
+                "dropboxfs: mounted \(Log.escaped(target.email))'s Dropbox\(configuration.profile.suffix) on \(mountpoint)\(offline) "
+                    + "(unmount: fusermount3 -u \(mountpoint))")
             return .success
         }
 
@@ -120,17 +126,21 @@ enum MountCommand {
             }
         }
         var guardHandle: MountGuard.Handle?
+        // Every path is absolute by now: never keep the folder the daemon was started in busy.
+        _ = chdir("/")
         do {
             try session.run {
-                Log.info("mounted \(target.email)'s Dropbox on \(mountpoint)\(target.offline ? " offline" : "")")
+                Log.info("mounted \(target.email)'s Dropbox\(configuration.profile.suffix) on \(mountpoint)\(target.offline ? " offline" : "")")
                 if let line = target.teamLine { Log.info(line) }
                 guardHandle = MountGuard.start(mountpoint: mountpoint)
                 if !syncing { core.startSync() }
                 Daemon.reportReady()
+                SystemdNotify.ready(status: "mounted on \(mountpoint)\(target.offline ? " (offline)" : "")")
             }
         } catch {
             throw CommandFailure(.mountPoint, error.description)
         }
+        SystemdNotify.stopping()
         MountGuard.disarm(guardHandle)
         core.finishDiskCacheWrites()
         Log.info("unmounted \(mountpoint)")
@@ -140,6 +150,10 @@ enum MountCommand {
 
 /// Everything `mount` needs, resolved from flags and the environment.
 struct MountConfiguration {
+    /// The background daemon's log is rotated past this size (one old file, .1).
+    static let logFileLimit: UInt64 = 10 << 20
+
+    var profile: Profile
     var mountpoint: String
     var mountpointIsDefault: Bool
     var foreground: Bool
@@ -154,7 +168,6 @@ struct MountConfiguration {
     var watch: Bool
     /// In a team space, show only the member's own folder.
     var homeOnly: Bool
-    var logLevel: LogLevel
     var logFile: String?
     var mountOptions: [String]
     /// File reads: buffer memory cap and the disk content cache.
@@ -169,16 +182,17 @@ struct MountConfiguration {
     var http: DropboxHTTPClient.Configuration
     var retryPolicy: RetryPolicy
 
-    init(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) {
+    init(_ parsed: ParsedArguments, fuseOptions: [String] = [], environment: [String: String]) throws(UsageError) {
         guard parsed.positionals.count <= 1 else {
             throw UsageError(description: "mount takes one mount point, got \(parsed.positionals.count) (see mount --help)")
         }
-        let home = environment["HOME"] ?? "/root"
+        profile = try Profile.resolve(parsed, environment: environment)
         if let path = parsed.positionals.first {
+            guard !path.isEmpty else { throw UsageError(description: "the mount point must not be empty") }
             mountpoint = path
             mountpointIsDefault = false
         } else {
-            mountpoint = home + "/dropbox"
+            mountpoint = profile.defaultMountpoint
             mountpointIsDefault = true
         }
         foreground = parsed.has("foreground")
@@ -205,60 +219,73 @@ struct MountConfiguration {
         } else {
             threads = 16
         }
-        if parsed.has("debug") {
-            logLevel = .debug
-        } else if let text = parsed.value("log-level") {
-            guard let level = LogLevel(name: text) else {
-                throw UsageError(description: "--log-level must be debug, info, warning or error")
-            }
-            logLevel = level
-        } else {
-            logLevel = .info
+        if let given = parsed.value("log-file") {
+            guard !given.isEmpty else { throw UsageError(description: "--log-file needs a file") }
+            logFile = Environment.absolute(given)
         }
-        logFile = parsed.value("log-file")
-        cacheFolder = try Self.cacheFolder(parsed, environment: environment)
+        cacheFolder = try Self.cacheFolder(parsed, profile: profile)
         reader = try Self.readerOptions(parsed, folder: cacheFolder)
         persist = prefetch && watch && !parsed.has("no-persist")
         fresh = parsed.has("fresh")
         (http, retryPolicy) = try TimeoutOption.parse(parsed.value("timeouts"))
         var options = [
-            "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=dropboxfs",
+            "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=\(profile.fsname)",
             "subtype=dropboxfs",
         ]
         if parsed.has("allow-other") { options.append("allow_other") }
-        for extra in parsed.values("o") {
-            for option in extra.split(separator: ",") where !option.isEmpty {
-                guard option != "rw" else { throw UsageError(description: "dropboxfs is read-only: -o rw is not supported") }
-                if !options.contains(String(option)) { options.append(String(option)) }
-            }
+        for option in fuseOptions {
+            // The last fsname= wins (mount helper mode sets the fstab line's source).
+            if option.hasPrefix("fsname=") { options.removeAll { $0.hasPrefix("fsname=") } }
+            if !options.contains(option) { options.append(option) }
+        }
+        if options.contains("allow_other") && options.contains("allow_root") {
+            throw UsageError(description: "allow_other and allow_root exclude each other: give one")
         }
         mountOptions = options
     }
 
-    /// The daemon's log file, creating its folder (0700) when needed.
+    /// The daemon's log file (--log-file, or the profile's in $XDG_STATE_HOME/dropboxfs), creating
+    /// the default's folders (the last one 0700) when needed.
     func logFilePath() throws(CommandFailure) -> String {
         if let logFile { return logFile }
-        let environment = ProcessInfo.processInfo.environment
-        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (environment["HOME"] ?? "/root") + "/.cache"
-        let folder = cache + "/dropboxfs"
-        for path in [cache, folder] where access(path, F_OK) != 0 {
-            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-                throw CommandFailure(.failure, "cannot create \(path): \(String(cString: strerror(errno)))")
+        let folder = profile.stateFolder
+        var prefix = ""
+        for component in folder.split(separator: "/") {
+            prefix += "/" + component
+            guard mkdir(prefix, 0o700) == 0 || errno == EEXIST else {
+                throw CommandFailure(.failure, "cannot create \(prefix): \(String(cString: strerror(errno)))")
             }
         }
-        return folder + "/dropboxfs.log"
+        return profile.logFile
     }
 
-    /// CACHE_DIR: --cache-dir, default $XDG_CACHE_HOME/dropboxfs.
-    private static func cacheFolder(_ parsed: ParsedArguments, environment: [String: String]) throws(UsageError) -> String {
+    /// Before any request: the log file can be opened for appending (never through a symlink),
+    /// so a bad --log-file is not found only when the daemon starts.
+    func checkLogFile() throws(CommandFailure) {
+        let path = try logFilePath()
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw CommandFailure(logFile == nil ? .failure : .usage, "cannot open the log file \(path): \(reason)")
+        }
+        close(fd)
+    }
+
+    /// Before any request: CACHE_DIR, if it exists, is a folder.
+    func checkCacheFolder() throws(CommandFailure) {
+        var st = stat()
+        if stat(cacheFolder, &st) == 0 && st.st_mode & S_IFMT != S_IFDIR {
+            throw CommandFailure(.usage, "the cache folder \(cacheFolder) is not a folder (see --cache-dir)")
+        }
+    }
+
+    /// CACHE_DIR: --cache-dir, default the profile's ($XDG_CACHE_HOME/dropboxfs without one).
+    private static func cacheFolder(_ parsed: ParsedArguments, profile: Profile) throws(UsageError) -> String {
         if let given = parsed.value("cache-dir") {
             guard !given.isEmpty else { throw UsageError(description: "--cache-dir needs a folder") }
-            return given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
+            return Environment.absolute(given)
         }
-        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (environment["HOME"] ?? "/root") + "/.cache"
-        return cache + "/dropboxfs"
+        return profile.cacheFolder
     }
 
     /// --read-buffer-memory, and the disk cache in CACHE_DIR/content capped at --cache-size,
@@ -293,8 +320,8 @@ struct MountConfiguration {
 
     private static func seconds(_ text: String?, name: String, default value: Double) throws(UsageError) -> Double {
         guard let text else { return value }
-        guard let seconds = Double(text), seconds >= 0, seconds.isFinite else {
-            throw UsageError(description: "\(name) must be a number of seconds (0 or more)")
+        guard let seconds = DurationText.seconds(text), seconds <= 365 * 86400 else {
+            throw UsageError(description: "\(name) must be a duration such as 30s, 5m or 1h (or a number of seconds)")
         }
         return seconds
     }

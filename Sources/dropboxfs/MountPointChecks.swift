@@ -58,6 +58,33 @@ enum MountPointChecks {
         }
     }
 
+    /// --allow-other (or -o allow_other / allow_root) as a user other than root: fusermount3 refuses
+    /// it unless /etc/fuse.conf has a `user_allow_other` line, and says so only after the account
+    /// was checked and the daemon started. Checked here first, with the fix.
+    static func checkAllowOther(configuration file: String = "/etc/fuse.conf") throws(CommandFailure) {
+        guard getuid() != 0 else { return }
+        if fuseConfigurationAllowsOther(file) { return }
+        throw CommandFailure(
+            .fuseUnavailable,
+            "--allow-other needs the line user_allow_other in \(file), which only root can add "
+                + "(`echo user_allow_other | sudo tee -a \(file)`); or mount without --allow-other")
+    }
+
+    /// Whether fuse.conf has an uncommented `user_allow_other` line (as fusermount3 reads it).
+    static func fuseConfigurationAllowsOther(_ file: String) -> Bool {
+        guard let handle = fopen(file, "r") else { return false }
+        defer { fclose(handle) }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, handle) > 0, let line {
+            var text = String(cString: line)
+            if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
+            if text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }) == ["user_allow_other"] { return true }
+        }
+        return false
+    }
+
     /// True when `path` is the mount point of a mounted filesystem.
     static func isMounted(_ path: String) -> Bool {
         MountTable.entries().contains { $0.mountPoint == path }

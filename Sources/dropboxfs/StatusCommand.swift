@@ -14,57 +14,79 @@ import Synchronization
 #endif
 
 enum StatusCommand {
-    static let spec = ArgumentSpec(
-        valued: ["access-token-file": "access-token-file", "api-url": "api-url"],
-        switches: ["h": "help", "help": "help"])
-
     static func run(_ arguments: [String]) throws -> ExitCode {
-        let parsed = try spec.parse(arguments)
+        let parsed = try Options.status.parse(arguments)
         if parsed.has("help") {
-            printOut(Help.status)
+            printOut(Help.command(Options.status))
             return .success
         }
+        try LogOptions.apply(parsed)
+        let only = try parsed.positionals.map(Self.dropboxfsMount)
         let environment = ProcessInfo.processInfo.environment
+        let profile = try Profile.resolve(parsed, environment: environment)
         var endpoints = DropboxEndpoints.fromEnvironment(environment)
         if let url = parsed.value("api-url") {
             endpoints = DropboxEndpoints(api: url, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth)
         }
         endpoints = try endpoints.approved()
+        let json = parsed.has("json")
+        if parsed.has("watch") { return StatusWatch.run(json: json, only: only) }
+
+        var report = StatusReport(profile: profile.name)
         var result = ExitCode.success
+        if !json { printOut("version:     \(BuildInfo.summary)") }
         do {
             let credentials = try Credentials.resolve(
-                file: parsed.value("access-token-file"), environment: environment, endpoints: endpoints)
-            printOut("credentials: \(credentials.source)")
+                file: parsed.value("access-token-file"), profile: profile, endpoints: endpoints)
+            report.credentials = credentials.source
+            if !json { printOut("credentials: \(credentials.source)") }
             let client = DropboxHTTPClient(endpoints: endpoints, tokens: credentials.tokens, transport: Shared.transport)
             let account = try AccountCheck.verify(client, endpoints: endpoints)
+            report.account = account
             // Server text: one line each, whatever it holds.
-            printOut(
-                "account:     \(Log.escaped(account.displayName)) <\(Log.escaped(account.email))> "
-                    + "(\(Log.escaped(account.accountType)))")
-            if let line = TeamSpace.statusLine(account.rootInfo) { printOut("team space:  \(line)") }
-            if let usage = try? runBlocking({ try await client.getSpaceUsage() }) {
-                printOut("space:       \(spaceLine(usage))")
-            } else {
-                printOut("space:       unavailable")
+            if !json {
+                printOut(
+                    "account:     \(Log.escaped(account.displayName)) <\(Log.escaped(account.email))> "
+                        + "(\(Log.escaped(account.accountType)))")
+                if let line = TeamSpace.statusLine(account.rootInfo) { printOut("team space:  \(line)") }
             }
+            report.space = try? runBlocking({ try await client.getSpaceUsage() })
+            if !json { printOut("space:       \(report.space.map(spaceLine) ?? "unavailable")") }
         } catch {
             // Every call above throws CommandFailure only.
-            printError(error.message)
+            if !json { printError(error.message) }
+            report.failure = error
             result = error.code
         }
-        let mounts = mountedDropboxfs()
-        if mounts.isEmpty {
+        report.mounts = MountState.all(only: only)
+        if json {
+            StatusWatch.printJSON(report.json())
+            return result
+        }
+        if report.mounts.isEmpty {
             printOut("mounts:      none")
         } else {
-            for mount in mounts {
-                let status = readStatus(mount)
-                printOut("mount:       \(mount) \(status ?? "(status unavailable)")")
-                if let since = status.flatMap({ field("offline_since", in: $0) }) {
+            for mount in report.mounts {
+                printOut("mount:       \(mount.path)\(mount.profileSuffix) \(mount.raw ?? "(status unavailable)")")
+                if let since = mount.fields["offline_since"] {
                     printOut("             offline since \(since): Dropbox cannot be reached; serving the known tree")
                 }
+                if mount.raw != nil { printOut("             \(mount.summary)") }
             }
         }
         return result
+    }
+
+    /// A MOUNTPOINT argument: the absolute path of one of this user's dropboxfs mounts.
+    static func dropboxfsMount(_ path: String) throws(CommandFailure) -> String {
+        let resolved = realpath(path, nil).map { pointer -> String in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        }
+        guard let resolved, mountedDropboxfs().contains(resolved) else {
+            throw CommandFailure(.mountPoint, "\(path) is not a dropboxfs mount of yours (see `dropboxfs status`)")
+        }
+        return resolved
     }
 
     /// The value of `key=value` in a status line, nil when absent.

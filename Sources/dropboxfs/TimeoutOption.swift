@@ -1,8 +1,9 @@
 // `--timeouts SPEC`: the request deadlines of docs/SEMANTICS.md "Bounds", for slow links (longer)
 // and for tests of stalls (seconds instead of minutes). SPEC is a comma list of
 // connect=S, rpc=S, download=S, download-rate=BYTES, stall=S, low-speed=BYTES/S, max-pause=S (the
-// longest pause one 429 may cause); S in seconds (fractions allowed), `0` turns a limit off where
-// that makes sense (stall, low-speed).
+// longest pause one 429 may cause); S a duration (seconds, or 250ms, 30s, 5m, 1h), `0` turns a
+// limit off where that makes sense (stall, low-speed). Items may also be separated by ':', which
+// is how they fit in one `-o timeouts=...` item of an fstab line.
 
 import DropboxAPI
 
@@ -11,7 +12,7 @@ enum TimeoutOption {
         var configuration = DropboxHTTPClient.Configuration()
         var policy = RetryPolicy()
         guard let text else { return (configuration, policy) }
-        for item in text.split(separator: ",") {
+        for item in text.split(whereSeparator: { $0 == "," || $0 == ":" }) {
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw usage("\"\(item)\" is not NAME=VALUE") }
             let (name, value) = (parts[0], parts[1])
@@ -51,8 +52,8 @@ enum TimeoutOption {
     }
 
     private static func duration(_ text: String, _ name: String, allowZero: Bool) throws(UsageError) -> Duration {
-        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, allowZero || seconds > 0, seconds <= 86_400 else {
-            throw usage("\(name) must be a number of seconds (\(allowZero ? "0" : "more than 0") to 86400)")
+        guard let seconds = DurationText.seconds(text), seconds >= 0, allowZero || seconds > 0, seconds <= 86_400 else {
+            throw usage("\(name) must be a duration such as 30s, 5m or 1h (\(allowZero ? "0" : "more than 0") to 1d)")
         }
         return .milliseconds(Int64(seconds * 1000))
     }

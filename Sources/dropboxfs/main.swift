@@ -8,6 +8,7 @@ import DropboxAPI
 
 Secrets.seal()  // before anything can start a child process (and before the descriptors are sealed)
 Daemon.sealInheritedDescriptors()
+Environment.fillHome()
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "mount" { OpenFileLimit.raiseToHardLimit() }  // a long-running daemon
 
@@ -21,6 +22,16 @@ func run(_ arguments: [String]) -> ExitCode {
         case "-h", "--help", "help":
             printOut(Help.main)
             return .success
+        case "-V", "--version":
+            return BuildInfo.printVersion()
+        case "version":
+            let parsed = try Options.version.parse(Array(arguments.dropFirst()))
+            if parsed.has("help") {
+                printOut(Help.command(Options.version))
+                return .success
+            }
+            guard parsed.positionals.isEmpty else { throw UsageError(description: "version takes no arguments") }
+            return BuildInfo.printVersion()
         case "mount":
             return try MountCommand.run(Array(arguments.dropFirst()))
         case "auth":
@@ -29,6 +40,10 @@ func run(_ arguments: [String]) -> ExitCode {
             return try StatusCommand.run(Array(arguments.dropFirst()))
         case MountGuard.command:
             return MountGuard.watch(Array(arguments.dropFirst()))
+        case Generators.command:
+            return try Generators.run(Array(arguments.dropFirst()))
+        case _ where MountHelper.looksLikeHelperCall(arguments):
+            return try MountCommand.run(try MountHelper.mountArguments(arguments))
         default:
             throw CommandFailure(.usage, "unknown command '\(command)' (see dropboxfs --help)")
         }

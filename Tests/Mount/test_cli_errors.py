@@ -11,6 +11,10 @@ from helpers import ROOT, closed_port, env_for, is_mounted, run
 
 
 
+# A log line: its ISO-8601 time, then "dropboxfs[LEVEL]: ".
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d dropboxfs\[[a-z]+\]: ")
+
+
 def dropboxfs(binary, *args, env=None, timeout=30):
     r = run(binary, *args, env=env, timeout=timeout)
     return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
@@ -25,7 +29,7 @@ def assert_fails(result, code, *fragments):
     assert lines, "no error message"
     message = lines[-1]
     assert message.startswith("dropboxfs: "), err
-    assert all(line.startswith("dropboxfs[") for line in lines[:-1]), err
+    assert all(LOG_LINE.match(line) for line in lines[:-1]), err
     for fragment in fragments:
         assert fragment in message, (fragment, err)
 
@@ -189,11 +193,16 @@ def test_bad_command(binary):
     assert rc == 2 and "Usage" in out + err
 
 
-def mount_spec_options():
-    """Every option the mount command's parser accepts, read from its ArgumentSpec."""
-    source = (ROOT / "Sources" / "dropboxfs" / "MountCommand.swift").read_text()
-    spec = source[source.index("ArgumentSpec("):source.index("])", source.index("switches:")) + 2]
-    names = set(re.findall(r'"([a-z][a-z-]*)":\s*"', spec))
+def mount_spec_options(binary):
+    """Every option the mount command's parser accepts, from its declaration (Options.swift)."""
+    import json
+    declared = json.loads(dropboxfs(binary, "__generate", "options")[1])["commands"]["mount"]
+    names = set()
+    for option in declared:
+        if option["long"]:
+            names.add(option["name"])
+        if option["short"]:
+            names.add(option["short"])
     assert {"foreground", "o", "help"} <= names
     return sorted(names)
 
@@ -216,7 +225,7 @@ def test_mount_help_mentions_every_option(binary):
     required = ["--foreground", "-f", "-o", "--allow-other", "--allow-non-empty", "--access-token-file",
                 "--api-url", "--content-url", "--notify-url", "--attr-timeout", "--dir-cache-time",
                 "--threads", "--log-level", "--debug", "-d", "--log-file", "--help", "-h"]
-    for name in mount_spec_options():
+    for name in mount_spec_options(binary):
         required.append(("-" if len(name) == 1 else "--") + name)
     for option in required:
         assert re.search(rf"(^|[\s,]){re.escape(option)}([\s,=]|$)", out, re.M), f"{option} is not in mount --help"
@@ -230,7 +239,8 @@ def test_every_documented_option_is_accepted(binary, fake, tmp_path):
     # A value for every option the help shows with a placeholder (e.g. "--threads N").
     samples = {"SECONDS": "5", "N": "4", "LEVEL": "info", "OPTIONS": "allow_other", "URL": fake.url,
                "FILE": str(tmp_path / "file"), "DIR": str(tmp_path / "dir"), "SIZE": "1048576",
-               "BYTES": "1048576", "MIB": "64", "KEY": "fakeappkey", "SPEC": "rpc=60,stall=20"}
+               "BYTES": "1048576", "MIB": "64", "KEY": "fakeappkey", "SPEC": "rpc=60,stall=20",
+               "DURATION": "30s", "NAME": "work"}
     values = {}
     for option, placeholder in re.findall(r"(?<![\w-])(--[a-z][a-z-]+|-[a-z]) ([A-Z]+)\b", out):
         assert placeholder in samples, f"no sample value for {option} {placeholder}"

@@ -243,13 +243,16 @@ def test_background_mode_default_log_file(binary, fake_factory, background_mount
     mnt = tmp_path / "bg"
     mnt.mkdir()
     cache = tmp_path / "cache"
+    state = tmp_path / "state"
     background_mounts.append(mnt)
-    rc, out, err = start_in_background(binary, "mount", mnt, env=env_for(fake, extra={"XDG_CACHE_HOME": str(cache)}))
+    rc, out, err = start_in_background(binary, "mount", mnt, env=env_for(
+        fake, extra={"XDG_CACHE_HOME": str(cache), "XDG_STATE_HOME": str(state)}))
     assert rc == 0, err
     assert run("ls", mnt).stdout.split() == [b"folder", b"hello.txt"]
-    log = cache / "dropboxfs" / "dropboxfs.log"
+    # The log is state, not cache: $XDG_STATE_HOME/dropboxfs/dropboxfs.log.
+    log = state / "dropboxfs" / "dropboxfs.log"
     assert log.exists()
-    assert oct(os.stat(cache / "dropboxfs").st_mode & 0o777) == "0o700"
+    assert oct(os.stat(state / "dropboxfs").st_mode & 0o777) == "0o700"
     pids = pids_of_daemon(mnt)
     assert run("fusermount3", "-u", mnt, timeout=15).returncode == 0
     for pid in pids:

@@ -1,4 +1,9 @@
-// One small logger for every layer: lines go to stderr as "dropboxfs[LEVEL]: message".
+// One small logger for every layer: lines go to stderr as
+// "2025-06-01T14:03:07.512+02:00 dropboxfs[LEVEL]: message" (local time, ISO 8601). When stderr is
+// the systemd journal (JOURNAL_STREAM names it), which times lines itself, a line starts instead
+// with the syslog priority the journal reads ("<6>dropboxfs[info]: ..."). A log file given to
+// `rotate` is renamed to FILE.1 once it passes its size cap, and a new one takes its place on
+// descriptors 1 and 2 (so libfuse's own messages follow).
 // Never pass a token, an Authorization header or a request body to it; callers log routes, paths,
 // statuses and request ids only. Every message passes through `escaped` on its way out, so no
 // name or server text can forge a line or drive a terminal; names are also `quoted` by callers.
@@ -37,7 +42,12 @@ public enum Log {
         /// test suites may capture at once).
         var sinks: [Int: @Sendable (LogLevel, String) -> Void] = [:]
         var nextSink = 0
+        var rotation: (path: String, limit: UInt64)?
     }
+
+    /// Where stderr goes, decided once: the journal (no time of ours, a priority instead), or
+    /// anything else (a terminal, a pipe, a file: each line timed).
+    private static let toJournal: Bool = stderrIsJournal()
 
     private static let state = Mutex(State())
 
@@ -103,6 +113,79 @@ public enum Log {
 
     public static func isEnabled(_ level: LogLevel) -> Bool { level >= self.level }
 
+    /// Keeps the log file at `path` (open on descriptor 2) under `limit` bytes: past it, the file
+    /// becomes `path.1` (replacing an older one) and a new, empty file takes descriptors 1 and 2.
+    public static func rotate(path: String, limit: UInt64) {
+        state.withLock { $0.rotation = (path, limit) }
+        rotateIfNeeded()
+    }
+
+    /// The time at the start of a line: local time with its UTC offset, to the millisecond.
+    public static func timestamp(_ time: timespec? = nil) -> String {
+        let now = time ?? currentTime()
+        var seconds = now.tv_sec
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        var buffer = [CChar](repeating: 0, count: 48)
+        let n = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S", &parts)
+        let base = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let millis = Int(now.tv_nsec / 1_000_000)
+        let offset = parts.tm_gmtoff
+        let sign = offset < 0 ? "-" : "+"
+        let minutes = abs(offset) / 60
+        return base + "." + pad(millis, 3) + sign + pad(minutes / 60, 2) + ":" + pad(minutes % 60, 2)
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    private static func currentTime() -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return now
+    }
+
+    /// True when JOURNAL_STREAM ("DEVICE:INODE") names the stream on descriptor 2: a child whose
+    /// stderr was sent elsewhere inherits the variable, so the variable alone is not enough.
+    private static func stderrIsJournal() -> Bool {
+        guard let raw = getenv("JOURNAL_STREAM") else { return false }
+        let parts = String(cString: raw).split(separator: ":")
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var st = stat()
+        guard fstat(2, &st) == 0 else { return false }
+        return UInt64(st.st_dev) == device && UInt64(st.st_ino) == inode
+    }
+
+    /// syslog priorities, which the journal reads from a line's "<N>" prefix.
+    private static func priority(_ level: LogLevel) -> Int {
+        switch level {
+        case .debug: return 7
+        case .info: return 6
+        case .warning: return 4
+        case .error: return 3
+        }
+    }
+
+    private static func rotateIfNeeded() {
+        state.withLock { s in
+            guard let (path, limit) = s.rotation else { return }
+            var open2 = stat()
+            var named = stat()
+            // Only the file descriptor 2 still is (never one someone put in its place).
+            guard fstat(2, &open2) == 0, (open2.st_mode & S_IFMT) == S_IFREG, UInt64(open2.st_size) > limit,
+                lstat(path, &named) == 0, named.st_dev == open2.st_dev, named.st_ino == open2.st_ino
+            else { return }
+            guard rename(path, path + ".1") == 0 else { return }
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return }
+            dup2(fd, 1)
+            dup2(fd, 2)
+            close(fd)
+        }
+    }
+
     public static func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
     public static func info(_ message: @autoclosure () -> String) { write(.info, message) }
     public static func warning(_ message: @autoclosure () -> String) { write(.warning, message) }
@@ -116,7 +199,12 @@ public enum Log {
             for sink in sinks { sink(level, text) }
             return
         }
-        let line = "dropboxfs[\(level.label)]: \(text)\n"
+        let line: String
+        if toJournal {
+            line = "<\(priority(level))>dropboxfs[\(level.label)]: \(text)\n"
+        } else {
+            line = "\(timestamp()) dropboxfs[\(level.label)]: \(text)\n"
+        }
         var bytes = Array(line.utf8)
         bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
@@ -126,5 +214,6 @@ public enum Log {
                 offset += n
             }
         }
+        if state.withLock({ $0.rotation != nil }) { rotateIfNeeded() }
     }
 }

@@ -1,0 +1,193 @@
+// The one declaration of every command and option. The parser (ArgumentParser.swift), `--help`,
+// the man page and the shell completions (Generators.swift) are all made from these lists; a test
+// (Tests/Mount/test_options.py) checks that they agree.
+
+enum Options {
+    // ---- options several commands share ----------------------------------------------------------
+
+    static let help = OptionSpec(name: "help", short: "h", help: "this text")
+    static let profile = OptionSpec(
+        name: "profile", value: "NAME",
+        help: "use the account profile NAME (default $DROPBOXFS_PROFILE): its own sign-in "
+            + "($XDG_CONFIG_HOME/dropboxfs/profiles/NAME), cache folder ($XDG_CACHE_HOME/dropboxfs/profiles/NAME), "
+            + "log file and default mount point ~/dropbox-NAME; letters, digits, '-' and '_'",
+        mountOption: true, completion: .profile)
+    static let verbose = OptionSpec(name: "verbose", short: "v", help: "log more (debug lines); same as --log-level debug")
+    static let quiet = OptionSpec(name: "quiet", short: "q", help: "log only warnings and errors; same as --log-level warning")
+    static let apiURL = OptionSpec(
+        name: "api-url", value: "URL", help: "Dropbox API base URL (default $DROPBOXFS_API_URL or https://api.dropboxapi.com)",
+        mountOption: true)
+    static let accessTokenFile = OptionSpec(
+        name: "access-token-file", value: "FILE",
+        help: "read the access token from FILE (default: $DROPBOXFS_ACCESS_TOKEN, then the sign-in stored by `dropboxfs auth`)",
+        mountOption: true, completion: .file)
+
+    // ---- commands --------------------------------------------------------------------------------
+
+    static let auth = CommandSpec(
+        name: "auth",
+        summaries: [
+            ("auth --app-key KEY", "sign in (once); stores a refresh token privately"),
+            ("auth --sign-out", "revoke and delete the stored sign-in"),
+        ],
+        usage: ["dropboxfs auth [--app-key KEY] [--profile NAME]", "dropboxfs auth --sign-out [--profile NAME]"],
+        description: """
+            Signs in with OAuth 2 and PKCE: prints an address to open in a browser, then reads the code \
+            Dropbox shows (from the terminal, or piped on standard input by a script that read the address; \
+            the code only works in the run that printed its address, PKCE) and stores the app key and \
+            a refresh token in $XDG_CONFIG_HOME/dropboxfs/credentials.json (folder 0700, file 0600), or in \
+            the profile's folder with --profile. Scopes asked for: account_info.read files.metadata.read \
+            files.content.read.
+            """,
+        options: [
+            OptionSpec(name: "app-key", value: "KEY", help: "your Dropbox app's key (default $DROPBOXFS_APP_KEY, or the stored one)"),
+            apiURL,
+            OptionSpec(
+                name: "oauth-url", value: "URL",
+                help: "authorize page base URL (default $DROPBOXFS_OAUTH_URL or https://www.dropbox.com)"),
+            OptionSpec(name: "sign-out", help: "revoke the stored sign-in at Dropbox and delete it here"),
+            profile, verbose, quiet,
+            // Refused with an explanation (a code only works in the run that printed its address).
+            OptionSpec(name: "code", value: "CODE", help: "", hidden: true),
+            help,
+        ])
+
+    static let status = CommandSpec(
+        name: "status",
+        summaries: [("status", "account, space, credentials and active mounts")],
+        usage: ["dropboxfs status [options] [MOUNTPOINT...]"],
+        description: """
+            Shows the signed-in account (name, email), space used and allocated, which credentials are in \
+            use, and every active dropboxfs mount of yours (or the MOUNTPOINTs given) with its sync progress \
+            (the first listing as "listing: 412,000 entries, 46,000/s"). Exit code 4 without working \
+            credentials, 5 when Dropbox cannot be reached, 3 when a MOUNTPOINT is not a dropboxfs mount.
+            """,
+        options: [
+            accessTokenFile, apiURL,
+            OptionSpec(
+                name: "watch", short: "w",
+                help: "show the mounts' progress until interrupted (Ctrl-C) or no mount is left: updated in place "
+                    + "on a terminal, one line per change otherwise; skips the account"),
+            OptionSpec(name: "json", help: "print one JSON object (with --watch: one per line, per second) for scripts"),
+            profile, verbose, quiet, help,
+        ])
+
+    static let mount = CommandSpec(
+        name: "mount",
+        summaries: [("mount [MOUNTPOINT] [options]", "mount the account (default MOUNTPOINT: ~/dropbox)")],
+        usage: ["dropboxfs mount [MOUNTPOINT] [options]", "dropboxfs SOURCE MOUNTPOINT [-o OPTIONS]   (as mount.fuse3 runs it)"],
+        description: """
+            Mounts the Dropbox account read-only on MOUNTPOINT (default ~/dropbox, or ~/dropbox-NAME with \
+            --profile NAME; created if missing). Without --foreground the command returns once the mount is \
+            ready and the daemon keeps running in the background (its log goes to --log-file).
+            """,
+        options: [
+            OptionSpec(name: "foreground", short: "f", help: "stay in the foreground; log to stderr; Ctrl-C unmounts"),
+            OptionSpec(
+                name: "o", short: "o", value: "OPTIONS",
+                help: "comma-separated options as in fstab: any long option below as NAME or NAME=VALUE (with _ for -, "
+                    + "e.g. cache_size=4G,allow_other); fstab's own options (noauto, nofail, _netdev, user, users, "
+                    + "x-systemd.*, dev, suid, exec, ...) are accepted and ignored; rw is refused"),
+            OptionSpec(
+                name: "allow-other",
+                help: "let other users see the mount (needs user_allow_other in /etc/fuse.conf when not root)",
+                mountOption: true),
+            OptionSpec(name: "allow-non-empty", help: "mount over a folder that is not empty", mountOption: true),
+            accessTokenFile, apiURL,
+            OptionSpec(
+                name: "content-url", value: "URL",
+                help: "content base URL (default $DROPBOXFS_CONTENT_URL or https://content.dropboxapi.com)",
+                mountOption: true),
+            OptionSpec(
+                name: "notify-url", value: "URL",
+                help: "notify base URL (default $DROPBOXFS_NOTIFY_URL or https://notify.dropboxapi.com)",
+                mountOption: true),
+            profile,
+            OptionSpec(
+                name: "no-prefetch",
+                help: "do not list the whole account in the background; folders are listed one request each when first opened",
+                mountOption: true),
+            OptionSpec(
+                name: "no-watch",
+                help: "do not follow changes (no longpoll); folders are listed again after --dir-cache-time",
+                mountOption: true),
+            OptionSpec(
+                name: "attr-timeout", value: "DURATION",
+                help: "how long the kernel caches names and attributes, e.g. 30s, 5m, 1h (default 1h, or 60s with "
+                    + "--no-watch; changes seen by the watcher invalidate them at once)",
+                mountOption: true),
+            OptionSpec(
+                name: "dir-cache-time", value: "DURATION",
+                help: "with --no-watch: how long a folder listing is trusted before it is listed again (default 60s)",
+                mountOption: true),
+            OptionSpec(name: "threads", value: "N", help: "FUSE worker threads (default 16)", mountOption: true),
+            OptionSpec(
+                name: "home-only",
+                help: "in a Dropbox team space, show only your own folder instead of the whole team space (team folders and your folder)",
+                mountOption: true),
+            OptionSpec(
+                name: "cache-dir", value: "DIR",
+                help: "cache folder (default $XDG_CACHE_HOME/dropboxfs, i.e. ~/.cache/dropboxfs); file contents go to "
+                    + "DIR/content, the stored tree of each account to DIR/trees",
+                mountOption: true, completion: .directory),
+            OptionSpec(
+                name: "no-persist",
+                help: "keep the tree in memory only: do not store it for the next mount (stored trees make remounts "
+                    + "instant and let a mount come up offline; delete DIR/trees to clear them)",
+                mountOption: true),
+            OptionSpec(
+                name: "fresh",
+                help: "never serve a stored tree that may be older than Dropbox: fail when Dropbox cannot be reached, "
+                    + "and catch up before the mount appears (for scripts)",
+                mountOption: true),
+            OptionSpec(
+                name: "cache-size", value: "SIZE",
+                help: "cap of the disk content cache, e.g. 512M or 4G (default 1G); least recently used files are removed first",
+                mountOption: true),
+            OptionSpec(name: "no-disk-cache", help: "keep downloaded file contents in memory only", mountOption: true),
+            OptionSpec(
+                name: "read-buffer-memory", value: "SIZE",
+                help: "cap of the memory used for read-ahead buffers (default 256M)", mountOption: true),
+            OptionSpec(
+                name: "timeouts", value: "SPEC",
+                help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s: connect, rpc, download, stall and "
+                    + "max-pause take durations, low-speed BYTES/DURATION (e.g. 1024/30s), download-rate bytes per "
+                    + "second; in -o separate the items with ':' (docs/SEMANTICS.md \"Bounds\")",
+                mountOption: true),
+            OptionSpec(
+                name: "log-level", value: "LEVEL", help: "debug, info, warning or error (default info)", mountOption: true,
+                completion: .choices(["debug", "info", "warning", "error"])),
+            OptionSpec(name: "debug", short: "d", help: "same as --log-level debug", mountOption: true),
+            verbose, quiet,
+            OptionSpec(
+                name: "log-file", value: "FILE",
+                help: "the background daemon's log (default $XDG_STATE_HOME/dropboxfs/dropboxfs.log, i.e. "
+                    + "~/.local/state/dropboxfs, or dropboxfs-NAME.log with --profile NAME); rotated at 10 MiB "
+                    + "(one old file, FILE.1)",
+                mountOption: true, completion: .file),
+            help,
+        ],
+        footer: """
+            Every mount is read-only: writes fail with EROFS ("Read-only file system"). \
+            Mount options always set: ro,default_permissions,nosuid,nodev,noatime,auto_unmount,\
+            subtype=dropboxfs, and fsname=dropboxfs (the profile's name with --profile, SOURCE in mount \
+            helper mode).
+            """)
+
+    static let version = CommandSpec(
+        name: "version",
+        summaries: [("version", "version, commit, libfuse and libcurl versions (also -V, --version)")],
+        usage: ["dropboxfs version", "dropboxfs --version"],
+        description: "Prints the version and commit dropboxfs was built from and the versions of libfuse and libcurl it runs with.",
+        options: [help])
+
+    static let commands = [auth, mount, status, version]
+
+    /// The options of `dropboxfs` itself (before any command).
+    static let global: [OptionSpec] = [
+        OptionSpec(name: "version", short: "V", help: "the version (as `dropboxfs version`)"),
+        help,
+    ]
+
+    static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+}

@@ -1,0 +1,213 @@
+// What `dropboxfs status` knows, for its three forms: lines for people, `--json` for scripts, and
+// `--watch`, which follows the mounts' first listing ("listing: 412,000 entries, 46,000/s") until
+// interrupted or no mount is left: redrawn in place on a terminal, one line per change otherwise.
+
+import DropboxAPI
+import FUSEAdapter
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One mount and what its status attribute says.
+struct MountState {
+    var path: String
+    /// The attribute's line as the daemon wrote it; nil when it could not be read.
+    var raw: String?
+    /// Its key=value pairs (empty when the daemon did not answer).
+    var fields: [String: String]
+    var answering: Bool
+    /// The mount's source in the mount table: "dropboxfs", or the profile's name.
+    var source: String?
+
+    /// The profile a mount belongs to, from its source (nil: the default profile).
+    var profile: String? {
+        guard let source, !MountHelper.defaultSources.contains(source) else { return nil }
+        return source
+    }
+
+    /// " (profile work)" or "".
+    var profileSuffix: String { profile.map { " (profile \($0))" } ?? "" }
+
+    /// This user's dropboxfs mounts (only those in `only`, when it is not empty).
+    static func all(only: [String] = []) -> [MountState] {
+        let sources = mountSources()
+        return StatusCommand.mountedDropboxfs().filter { only.isEmpty || only.contains($0) }.map { path in
+            let raw = StatusCommand.readStatus(path)
+            let answering = raw.map { !$0.hasPrefix("(not answering") } ?? false
+            var fields: [String: String] = [:]
+            if answering, let raw {
+                for part in raw.split(separator: " ") {
+                    let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                    if pair.count == 2 { fields[pair[0]] = pair[1] }
+                }
+            }
+            return MountState(path: path, raw: raw, fields: fields, answering: answering, source: sources[path])
+        }
+    }
+
+    /// Mount point -> source of every fuse.dropboxfs mount in /proc/self/mountinfo
+    /// ("... MOUNTPOINT ... - TYPE SOURCE SUPEROPTIONS").
+    static func mountSources() -> [String: String] {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [:] }
+        var result: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
+                fields[dash + 1] == "fuse.dropboxfs"
+            else { continue }
+            result[MountTable.unescape(String(fields[4]))] = MountTable.unescape(String(fields[dash + 2]))
+        }
+        return result
+    }
+
+    var entries: Int? { fields["entries"].flatMap { Int($0) } }
+    /// Entries per second of the whole-account listing ("46000/s" in the attribute).
+    var rate: Int? { fields["rate"].flatMap { Int($0.hasSuffix("/s") ? String($0.dropLast(2)) : $0) } }
+    var phase: String? { fields["phase"] }
+
+    /// "listing: 412,000 entries, 46,000/s", "complete: 412,000 entries (listed in 9.1 s), following changes", ...
+    var summary: String {
+        guard answering else { return raw ?? "status unavailable" }
+        let count = entries.map(Self.grouped) ?? "?"
+        var text: String
+        switch phase {
+        case "filling":
+            text = "listing: \(count) entries" + (rate.map { ", \(Self.grouped($0))/s" } ?? "")
+        case "watching":
+            text = "complete: \(count) entries" + (fields["fill_seconds"].map { " (listed in \($0) s)" } ?? "") + ", following changes"
+        case "complete":
+            text = "complete: \(count) entries, not following changes (--no-watch)"
+        case "lazy":
+            text = "\(count) entries known; folders are listed when opened (--no-prefetch)"
+        default:
+            text = "\(count) entries"
+        }
+        if let since = fields["offline_since"] { text += "; offline since \(since)" }
+        if let failures = fields["fill_failures"] { text += "; \(failures) listing failures, retrying" }
+        return text
+    }
+
+    /// 412000 -> "412,000".
+    static func grouped(_ value: Int) -> String {
+        let digits = String(abs(value))
+        var out = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(digit)
+        }
+        return (value < 0 ? "-" : "") + out
+    }
+
+    var jsonObject: [String: Any] {
+        var object: [String: Any] = ["path": path, "answering": answering, "profile": profile ?? NSNull()]
+        if answering {
+            var status: [String: Any] = [:]
+            for (key, value) in fields { status[key] = Int(value) ?? value }
+            object["status"] = status
+            object["phase"] = phase ?? NSNull()
+            object["entries"] = entries ?? NSNull()
+            object["rate"] = rate ?? NSNull()
+            object["summary"] = summary
+        }
+        return object
+    }
+}
+
+struct StatusReport {
+    var profile: String?
+    var credentials: String?
+    var account: FullAccount?
+    var space: SpaceUsage?
+    var failure: CommandFailure?
+    var mounts: [MountState] = []
+
+    func json() -> String {
+        var object: [String: Any] = [
+            "version": BuildInfo.version, "commit": BuildInfo.commit, "libfuse": BuildInfo.libfuseVersion,
+            "libcurl": BuildInfo.libcurlVersion, "profile": profile ?? NSNull(), "credentials": credentials ?? NSNull(),
+            "mounts": mounts.map(\.jsonObject),
+        ]
+        if let account {
+            object["account"] = [
+                "name": account.displayName, "email": account.email, "type": account.accountType, "id": account.accountId,
+            ]
+        } else {
+            object["account"] = NSNull()
+        }
+        if let space {
+            object["space"] = ["used": space.effectiveUsed, "allocated": space.effectiveLimit.map { $0 as Any } ?? NSNull()]
+        } else {
+            object["space"] = NSNull()
+        }
+        if let failure {
+            object["error"] = ["code": Int(failure.code.rawValue), "message": failure.message]
+        } else {
+            object["error"] = NSNull()
+        }
+        return StatusWatch.encode(object)
+    }
+}
+
+enum StatusWatch {
+    /// One line of JSON that is also safe on a terminal: JSONSerialization escapes C0 controls,
+    /// and here DEL, C1 controls and the bidirectional overrides (Log.escaped's set) become \uXXXX
+    /// too. They can only stand inside strings, so the JSON stays valid and means the same.
+    static func encode(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        var out = ""
+        for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
+            switch scalar.value {
+            case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// Prints a JSON line as it is (encode made it safe).
+    static func printJSON(_ text: String) { raw(text + "\n") }
+
+    /// Follows the mounts (all of this user's, or those in `only`) once a second until none is left
+    /// (exit 0) or the user interrupts.
+    static func run(json: Bool, only: [String] = [], interval: Double = 1) -> ExitCode {
+        let terminal = isatty(1) == 1 && !json
+        var previous: [String] = []
+        var drawn = 0
+        while true {
+            let mounts = MountState.all(only: only)
+            if json {
+                let object: [String: Any] = ["time": Log.timestamp(), "mounts": mounts.map(\.jsonObject)]
+                raw(encode(object) + "\n")
+            } else {
+                let lines = mounts.isEmpty ? ["no dropboxfs mount"] : mounts.map { "\($0.path)\($0.profileSuffix): \($0.summary)" }
+                if terminal {
+                    // Back to the first line drawn last time, and clear from there down.
+                    if drawn > 0 { raw("\u{1B}[\(drawn)F\u{1B}[J") }
+                    raw(lines.map { Log.escaped($0) + "\n" }.joined())
+                    drawn = lines.count
+                } else if lines != previous {
+                    raw(lines.map { Log.escaped("\(Log.timestamp()) \($0)") + "\n" }.joined())
+                }
+                previous = lines
+            }
+            if mounts.isEmpty { return .success }
+            usleep(useconds_t(interval * 1_000_000))
+        }
+    }
+
+    /// Bytes to stdout as they are (the caller escaped any text from elsewhere).
+    static func raw(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress!, $0.count) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}

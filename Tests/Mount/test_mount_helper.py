@@ -1,0 +1,133 @@
+"""fstab and the mount helper (issue 14, item 4). For an fstab line of type fuse.dropboxfs, mount(8)
+runs `/sbin/mount.fuse SOURCE MOUNTPOINT -o OPTIONS -t fuse.dropboxfs` (mount.fuse is mount.fuse3),
+which runs `dropboxfs SOURCE MOUNTPOINT -o OPTIONS` found on PATH, with the options it does not
+handle itself. These tests give /sbin/mount.fuse3 that same argv, with a PATH whose `dropboxfs` is
+the built binary, against the fake: SOURCE names the profile, fstab's own options are ignored,
+dropboxfs's long options work as -o items, and rw or a typo fails before anything is sent."""
+
+import os
+
+import pytest
+
+from helpers import env_for, is_mounted, pids_of_daemon, process_gone, run, wait_until
+from test_profiles import profile_env, sign_in_with_args
+from test_auth import Home
+
+HELPER = "/sbin/mount.fuse3"
+FSTAB_OPTIONS = "ro,noauto,nofail,_netdev,user,users,x-systemd.automount,x-systemd.idle-timeout=10min"
+
+
+@pytest.fixture
+def path_with_dropboxfs(binary, tmp_path):
+    """A PATH whose first folder has `dropboxfs` (a link to the built binary), as /usr/bin would."""
+    if not os.path.exists(HELPER):
+        pytest.fail(f"{HELPER} is missing (package fuse3)")
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "dropboxfs").symlink_to(binary)
+    return f"{folder}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+
+
+@pytest.fixture
+def fake(fake_factory):
+    fake = fake_factory()
+    fake.add_file("/hello.txt", b"hello\n")
+    fake.add_file("/folder/inside.txt", b"inside\n")
+    return fake
+
+
+def source_of(mountpoint):
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if f" {mountpoint} " in line:
+                return line.split(" - ")[1].split()[:2]
+    return None
+
+
+def unmount(path):
+    pids = pids_of_daemon(path)
+    assert run("fusermount3", "-u", path, timeout=15).returncode == 0
+    for pid in pids:
+        wait_until(lambda: process_gone(pid), timeout=15, message="the daemon to exit")
+
+
+def helper(source, mountpoint, options, env):
+    """What mount(8) runs for `SOURCE MOUNTPOINT fuse.dropboxfs OPTIONS` in fstab."""
+    return run(HELPER, source, mountpoint, "-o", options, "-t", "fuse.dropboxfs", env=env, timeout=60)
+
+
+def test_fstab_line_with_a_token(fake, path_with_dropboxfs, tmp_path, background_mounts):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    env = env_for(fake, extra={"PATH": path_with_dropboxfs, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                               "XDG_STATE_HOME": str(tmp_path / "state")})
+    r = helper("dropboxfs", mnt, FSTAB_OPTIONS + ",cache_size=64M,attr_timeout=10m,log_level=debug", env)
+    assert r.returncode == 0, r
+    # Mounted when the helper returns (mount(8) and systemd rely on that).
+    assert is_mounted(mnt)
+    assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
+    assert run("cat", mnt / "folder/inside.txt").stdout == b"inside\n"
+    assert source_of(mnt) == ["fuse.dropboxfs", "dropboxfs"]
+    unmount(mnt)
+    log = (tmp_path / "state" / "dropboxfs" / "dropboxfs.log").read_text()
+    assert "[debug]" in log and "unmounted" in log and "[error]" not in log, log
+
+
+def test_fstab_line_naming_a_profile(binary, fake, path_with_dropboxfs, tmp_path, background_mounts):
+    """SOURCE is the profile: its stored sign-in, cache and log are used; the mount table shows
+    SOURCE as the mount's source, as in the fstab line (mount -a and findmnt match on it)."""
+    home = Home(tmp_path / "user")
+    r = sign_in_with_args(binary, profile_env(home, fake), ["--profile", "work"])
+    assert r.returncode == 0, r
+    mnt = home.home / "dropbox-work"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    env = profile_env(home, fake)
+    env["PATH"] = path_with_dropboxfs
+    r = helper("work", mnt, FSTAB_OPTIONS, env)
+    assert r.returncode == 0, r
+    assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
+    assert source_of(mnt) == ["fuse.dropboxfs", "work"]
+    unmount(mnt)
+    assert list((home.cache / "dropboxfs" / "profiles" / "work" / "trees").glob("*.db"))
+    assert (home.root / "state" / "dropboxfs" / "dropboxfs-work.log").exists()
+
+
+@pytest.mark.parametrize("options,fragment", [
+    ("rw", "read-only"),
+    ("defaults,rw,noauto", "read-only"),
+    ("ro,cache_sise=1G", "cache_sise"),
+    ("ro,attr_timeout=forever", "--attr-timeout"),
+])
+def test_fstab_mistakes_fail_before_anything_is_sent(fake, path_with_dropboxfs, tmp_path, options, fragment):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    env = env_for(fake, extra={"PATH": path_with_dropboxfs, "XDG_STATE_HOME": str(tmp_path / "state")})
+    r = helper("dropboxfs", mnt, options, env)
+    assert r.returncode != 0, r
+    assert fragment in r.stderr.decode(), r.stderr
+    assert not is_mounted(mnt)
+    assert fake.stats()["total"] == 0
+
+
+def test_source_must_be_a_profile_name(fake, path_with_dropboxfs, tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    env = env_for(fake, extra={"PATH": path_with_dropboxfs})
+    r = helper("../etc", mnt, "ro", env)
+    assert r.returncode != 0 and b"profile name" in r.stderr, r
+    assert fake.stats()["total"] == 0
+
+
+def test_helper_mode_without_mount_fuse3(binary, fake, tmp_path, background_mounts):
+    """The same call made directly (as some tools do): `dropboxfs SOURCE MOUNTPOINT -o ...`."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    env = env_for(fake, extra={"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "c")})
+    r = run(binary, "default", mnt, "-o", "ro,dev,suid", env=env, timeout=30)
+    assert r.returncode == 0, r
+    assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
+    assert source_of(mnt) == ["fuse.dropboxfs", "default"]
+    unmount(mnt)

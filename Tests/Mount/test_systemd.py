@@ -1,0 +1,258 @@
+"""Running under systemd (issue 14, item 3): the sd_notify protocol (READY=1 once the mount is
+visible, STOPPING=1 at unmount, one datagram each to $NOTIFY_SOCKET, a path or an abstract name),
+checked against a socket of the test's own; the daemon's working directory (/) and HOME from the
+user database; the user units as scripts/install writes them, checked with systemd-analyze."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from helpers import ROOT, env_for, is_mounted, run, wait_until
+
+
+@pytest.fixture
+def fake(fake_factory):
+    fake = fake_factory()
+    fake.add_file("/hello.txt", b"hello\n")
+    fake.add_file("/folder/inside.txt", b"inside\n")
+    return fake
+
+
+class NotifySocket:
+    """A datagram socket standing in for systemd's: records each datagram with whether the mount
+    was visible when it arrived."""
+
+    def __init__(self, address, mountpoint):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(address)
+        self.sock.settimeout(0.1)
+        self.mountpoint = mountpoint
+        self.messages = []
+
+    def poll(self):
+        try:
+            data = self.sock.recv(4096)
+        except socket.timeout:
+            return None
+        message = (data.decode(), is_mounted(self.mountpoint))
+        self.messages.append(message)
+        return message
+
+    def wait_for(self, key, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for text, mounted in self.messages:
+                if key in text.splitlines():
+                    return text, mounted
+            self.poll()
+        raise AssertionError(f"no {key} datagram within {timeout} s: {self.messages}")
+
+    def close(self):
+        self.sock.close()
+
+
+def start_daemon(binary, fake, mnt, tmp_path, notify_socket, cwd=None, extra=None):
+    env = env_for(fake, extra={"NOTIFY_SOCKET": notify_socket, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                               **(extra or {})})
+    log = open(tmp_path / "daemon.log", "wb")
+    p = subprocess.Popen([binary, "mount", str(mnt), "--foreground"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, cwd=cwd)
+    return p, log
+
+
+def stop(p, mnt):
+    if is_mounted(mnt):
+        run("fusermount3", "-u", mnt, timeout=15)
+    try:
+        return p.wait(timeout=15)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            run("fusermount3", "-uz", mnt)
+
+
+@pytest.mark.parametrize("kind", ["path", "abstract"])
+def test_ready_and_stopping_reach_the_notify_socket(binary, fake, tmp_path, kind):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if kind == "path":
+        address = str(tmp_path / "notify.sock")
+        variable = address
+    else:
+        name = f"dropboxfs-test-{os.getpid()}-{time.monotonic_ns()}"
+        address = "\0" + name
+        variable = "@" + name
+    notify = NotifySocket(address, mnt)
+    p, log = start_daemon(binary, fake, mnt, tmp_path, variable)
+    try:
+        text, mounted = notify.wait_for("READY=1")
+        assert mounted, "READY=1 came before the mount was visible"
+        lines = text.splitlines()
+        assert f"MAINPID={p.pid}" in lines and any(line.startswith("STATUS=mounted on ") for line in lines), text
+        assert os.listdir(mnt) == ["folder", "hello.txt"]
+        # The variable is the daemon's alone: the mount guard it started does not inherit it.
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == p.pid:
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+                if len(argv) > 1 and argv[1] == b"__guard-mount":
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        assert b"NOTIFY_SOCKET" not in f.read()
+            except OSError:
+                continue
+        assert run("fusermount3", "-u", mnt, timeout=15).returncode == 0
+        text, _ = notify.wait_for("STOPPING=1")
+        assert p.wait(timeout=15) == 0
+        ready = [m for m, _ in notify.messages if "READY=1" in m.splitlines()]
+        assert len(ready) == 1, notify.messages
+    finally:
+        stop(p, mnt)
+        log.close()
+        notify.close()
+
+
+def test_a_bad_notify_socket_does_not_stop_the_mount(binary, fake, tmp_path):
+    """A NOTIFY_SOCKET nobody listens on (or that is no address at all) costs one warning."""
+    for variable in (str(tmp_path / "nobody-listens.sock"), "not-an-address"):
+        mnt = tmp_path / f"mnt{len(variable)}"
+        mnt.mkdir()
+        p, log = start_daemon(binary, fake, mnt, tmp_path, variable)
+        try:
+            wait_until(lambda: is_mounted(mnt), timeout=20, message="the mount")
+            assert os.listdir(mnt) == ["folder", "hello.txt"]
+        finally:
+            assert stop(p, mnt) == 0
+            log.close()
+        text = (tmp_path / "daemon.log").read_text()
+        assert "[error]" not in text and "notify" in text, text
+
+
+def test_the_daemon_works_from_the_root_folder(binary, fake, tmp_path):
+    """Started in some folder with a relative mount point and cache folder, the daemon resolves them,
+    then moves to / so it never keeps that folder busy (it can be unmounted or removed)."""
+    work = tmp_path / "work"
+    (work / "mnt").mkdir(parents=True)
+    mnt = work / "mnt"
+    notify = NotifySocket(str(tmp_path / "n.sock"), mnt)
+    env = env_for(fake, extra={"NOTIFY_SOCKET": str(tmp_path / "n.sock")})
+    log = open(tmp_path / "daemon.log", "wb")
+    p = subprocess.Popen([binary, "mount", "mnt", "--foreground", "--cache-dir", "cache"], env=env, stdout=log,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work)
+    try:
+        notify.wait_for("READY=1")
+        assert os.readlink(f"/proc/{p.pid}/cwd") == "/"
+        assert os.listdir(mnt) == ["folder", "hello.txt"]
+        assert run("cat", mnt / "hello.txt").stdout == b"hello\n"
+        assert (work / "cache" / "content").is_dir(), "the relative --cache-dir was not resolved where it was given"
+    finally:
+        assert stop(p, mnt) == 0
+        log.close()
+        notify.close()
+
+
+def test_home_comes_from_the_user_database_when_unset(binary, fake, tmp_path):
+    """Without HOME (as a service manager may start it), the sign-in is looked for under the home
+    folder the user database gives (nobody's: /nonexistent), not under / or root's."""
+    shared = tempfile.mkdtemp(prefix="dropboxfs-home-", dir="/tmp")
+    try:
+        os.chmod(shared, 0o755)
+        copy = os.path.join(shared, "dropboxfs")
+        shutil.copy(binary, copy)
+        os.chmod(copy, 0o755)
+        home = run("getent", "passwd", "65534").stdout.decode().split(":")[5]
+        env = {k: v for k, v in env_for(fake, token=None).items()
+               if k not in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")}
+        r = run("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", copy, "auth", "--sign-out",
+                env=env, cwd="/")
+        assert r.returncode == 0, r
+        assert f"{home}/.config/dropboxfs/credentials.json" in r.stdout.decode(), r.stdout
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def installed_units(binary, tmp_path_factory):
+    prefix = tmp_path_factory.mktemp("prefix")
+    r = run(ROOT / "scripts" / "install", env=dict(os.environ, PREFIX=str(prefix), DROPBOXFS_BIN=binary), timeout=120)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    return prefix
+
+
+def test_user_units_verify(installed_units, tmp_path):
+    """The units scripts/install writes (ExecStart at PREFIX/bin/dropboxfs) pass
+    `systemd-analyze --user verify` without a single warning, man page included. (Tests/Package
+    does the same for the packaged units.)"""
+    if shutil.which("systemd-analyze") is None:
+        pytest.fail("systemd-analyze (package systemd) is needed to verify the units")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), MANPATH=str(installed_units / "share/man"))
+    units = installed_units / "lib/systemd/user"
+    service = (units / "dropboxfs.service").read_text()
+    template = (units / "dropboxfs@.service").read_text()
+    assert f"ExecStart={installed_units}/bin/dropboxfs mount --foreground\n" in service
+    assert f"ExecStart={installed_units}/bin/dropboxfs mount --foreground --profile %i\n" in template
+    for text in (service, template):
+        for key in ("Type=notify", "After=network-online.target", "Restart=on-failure", "ExecStop=", "WantedBy="):
+            assert key in text
+    for unit in ("dropboxfs.service", "dropboxfs@work.service"):
+        r = run("systemd-analyze", "--user", "verify", unit, env=env, cwd=units)
+        assert r.returncode == 0 and r.stdout == b"" and r.stderr == b"", (unit, r.stdout, r.stderr)
+
+
+def unit_commands(unit_text, home, instance=None):
+    """ExecStart and ExecStop of a unit, with the specifiers systemd fills in (%h, %i)."""
+    commands = {}
+    for line in unit_text.splitlines():
+        key, _, value = line.partition("=")
+        if key in ("ExecStart", "ExecStop"):
+            value = value.replace("%h", str(home))
+            if instance is not None:
+                value = value.replace("%i", instance)
+            commands[key] = value.split()
+    return commands
+
+
+@pytest.mark.parametrize("unit,instance,folder", [("dropboxfs.service", None, "dropbox"),
+                                                   ("dropboxfs@.service", "work", "dropbox-work")])
+def test_units_start_and_stop_as_systemd_runs_them(installed_units, fake, tmp_path, unit, instance, folder):
+    """What systemd does with a unit, done by hand: run ExecStart in a clean environment with HOME
+    and NOTIFY_SOCKET (no systemd runs here), wait for READY=1, check ~/dropbox(-NAME) is mounted,
+    run ExecStop, and see STOPPING=1 and a clean exit. A failure that a restart cannot fix (no
+    credentials: exit 4) is one the unit does not restart."""
+    home = tmp_path / "home"
+    home.mkdir()
+    text = (installed_units / "lib/systemd/user" / unit).read_text()
+    commands = unit_commands(text, home, instance)
+    mnt = home / folder
+    notify = NotifySocket(str(tmp_path / "notify.sock"), mnt)
+    env = env_for(fake, extra={"HOME": str(home), "NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
+    for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        env.pop(key, None)
+    log = open(tmp_path / "unit.log", "wb")
+    p = subprocess.Popen(commands["ExecStart"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, cwd="/")
+    try:
+        text_ready, mounted = notify.wait_for("READY=1")
+        assert mounted and f"STATUS=mounted on {mnt}" in text_ready.splitlines(), text_ready
+        assert os.listdir(mnt) == ["folder", "hello.txt"]
+        r = run(*commands["ExecStop"], env=env, timeout=15)
+        assert r.returncode == 0, r
+        notify.wait_for("STOPPING=1")
+        assert p.wait(timeout=15) == 0
+        assert not is_mounted(mnt)
+    finally:
+        stop(p, mnt)
+        log.close()
+        notify.close()
+    prevented = next(line for line in text.splitlines() if line.startswith("RestartPreventExitStatus="))
+    bare = {k: v for k, v in env_for(fake, token=None, extra={"HOME": str(home)}).items() if not k.startswith("XDG_")}
+    r = run(*commands["ExecStart"], env=bare, timeout=30)
+    assert r.returncode == 4 and "4" in prevented.split("=", 1)[1].split(), (r, prevented)
