@@ -116,5 +116,9 @@ def test_a_long_run_of_opens_and_rewrites_comes_back_to_its_plateau(fake_factory
         assert got["rss_kib"] <= plateau["rss_kib"] * 1.25 + 16 * 1024, (name, plateau, got)
         assert got["records"] <= plateau["records"] + 64, (name, plateau, got)
         assert got["contents"] <= plateau["contents"] + 16, (name, plateau, got)
-        assert got["inode_notes"] <= plateau["inode_notes"] + 64, (name, plateau, got)
+        # Notes live as long as the kernel holds the inode; how many it keeps after drop_caches
+        # is the kernel's choice, but never more than one per file, whatever the rounds.
+        assert got["inode_notes"] <= len(files) + 64, (name, plateau, got)
+    most_notes = max(f["inode_notes"] for f in figures)
+    assert after["inode_notes"] <= most_notes + 64, ("1,000 revisions, each a new inode", figures[-1], after)
     print("plateau:", plateau, "round 10:", figures[-1], "after rewrites:", after)
