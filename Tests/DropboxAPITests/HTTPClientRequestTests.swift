@@ -147,6 +147,9 @@ private func jsonObject(_ bytes: [UInt8]) throws -> [String: Any] {
         ("bytes 20-29/100", 9),  // body shorter than the range it claims
         ("bytes 20-24/100", 5),  // short, but not at the end of the file
         ("garbage", 10),
+        ("bytes 20-18446744073709551615/*", 10),  // the widest range: its length does not fit in 64 bits
+        ("bytes 20-29/100", 0),  // an empty 206
+        ("bytes +20-29/100", 10),  // digits only (UInt64("+20") would take it)
     ])
     func rangedDownloadRejectsMismatches(contentRange: String, count: Int) async {
         let transport = ScriptedTransport(replies: [

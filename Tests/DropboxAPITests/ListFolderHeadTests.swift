@@ -33,6 +33,8 @@ import Testing
         #"{"entries":[],"has_more":true}"#,  // no cursor
         #"{"entries":[],"cursor":"c1","has_more":true,"cursor":"c2"}"#,  // duplicate
         #"{"entries":[],"cursor":"c\u0031","has_more":true}"#,  // escaped cursor
+        #"{"curs\u006fr":"c1","entries":[],"cursor":"c2","has_more":true}"#,  // the decoder takes c1
+        #"{"has_mor\u0065":false,"entries":[],"cursor":"c","has_more":true}"#,  // ... and false
         #"{"entries":[],"cursor":1,"has_more":true}"#,
         #"{"entries":[],"cursor":"c1","has_more":"yes"}"#,
         #"{"entries":[],"cursor":"c1","has_more":true} trailing"#,

@@ -41,7 +41,12 @@ import Testing
         #expect(full?.first == 0 && full?.last == 9 && full?.total == 100)
         let open = ContentRange(parsing: " bytes 5-5/* ")
         #expect(open?.first == 5 && open?.last == 5 && open != nil && open?.total == nil)
-        for bad in ["bytes */100", "bytes 9-0/100", "bytes 0-100/100", "0-9/100", "bytes 0-9", "bytes a-9/100", ""] {
+        let widest = ContentRange(parsing: "bytes 0-18446744073709551615/*")
+        #expect(widest?.first == 0 && widest?.last == UInt64.max && widest != nil && widest?.total == nil)
+        for bad in [
+            "bytes */100", "bytes 9-0/100", "bytes 0-100/100", "0-9/100", "bytes 0-9", "bytes a-9/100", "",
+            "bytes 0-+3/7", "bytes +0-3/7", "bytes -0-3/7", "bytes 0-3/+7", "bytes 0-18446744073709551616/*",
+        ] {
             #expect(ContentRange(parsing: bad) == nil, "\(bad)")
         }
     }

@@ -32,7 +32,9 @@ extension DropboxHTTPClient {
             throw .malformedResponse("\(route): 206 without a valid Content-Range")
         }
         let count = UInt64(body.count)
-        guard served.first == range.offset, served.last - served.first + 1 == count, count <= range.length else {
+        // Not `last - first + 1 == count`: that overflows (a trap) for `bytes 0-18446744073709551615/*`.
+        guard served.first == range.offset, count > 0, served.last - served.first == count - 1, count <= range.length
+        else {
             throw .malformedResponse("\(route): Content-Range \(contentRange) does not match \(range.headerValue)")
         }
         if count < range.length, let total = served.total, served.last + 1 != total {
@@ -55,16 +57,25 @@ struct ContentRange: Equatable {
         let halves = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = UInt64(bounds[0]), let last = UInt64(bounds[1]), first <= last else {
+        guard bounds.count == 2, let first = Self.number(bounds[0]), let last = Self.number(bounds[1]), first <= last
+        else {
             return nil
         }
         if halves[1] == "*" {
             total = nil
         } else {
-            guard let total = UInt64(halves[1]), last < total else { return nil }
+            guard let total = Self.number(halves[1]), last < total else { return nil }
             self.total = total
         }
         self.first = first
         self.last = last
+    }
+
+    /// ASCII digits only, as the header's grammar has them: UInt64(_:) alone also takes "+5" and "-0".
+    private static func number(_ text: Substring) -> UInt64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil
+        }
+        return UInt64(text)
     }
 }

@@ -7,9 +7,9 @@
 // This is a walk over the top-level object only (with JSONBytes): nested values are skipped with
 // their strings and brackets balanced, so a "cursor" key inside an entry or a string is never taken
 // for the real one.
-// Anything unexpected (not an object, a truncated body, a duplicate key, an escaped cursor) gives
-// nil, and the caller decodes the whole reply instead; the decoded values are checked against
-// these anyway.
+// Anything unexpected (not an object, a truncated body, a duplicate key, an escaped cursor, a key
+// that spells cursor or has_more with escapes) gives nil, and the caller decodes the whole reply
+// instead; the decoded values are checked against these anyway.
 
 enum ListFolderHead {
     struct Head: Equatable {
@@ -24,6 +24,11 @@ enum ListFolderHead {
             var hasMore: Bool?
             do {
                 try r.members { r, key throws(JSONBytes.SyntaxError) in
+                    // An escaped key may spell "cursor" or "has_more" (the decoder takes the first of
+                    // either spelling): unsure, so nil.
+                    if key.escaped, let text = r.text(key), text == "cursor" || text == "has_more" {
+                        throw JSONBytes.SyntaxError()
+                    }
                     if !key.escaped && r.equals(key.range, "cursor") {
                         let value = try r.string()
                         guard cursor == nil, !value.escaped, let text = r.text(value) else { throw JSONBytes.SyntaxError() }
