@@ -72,7 +72,7 @@ import Testing
         let b = Metadata.deleted(DeletedMetadata(name: decomposed, pathLower: nil, pathDisplay: nil))
         #expect(a == b)
         #expect(Exact.render(a) != Exact.render(b))
-        #expect(Exact.render(Optional<String>.none) != Exact.render(Optional(""))) 
+        #expect(Exact.render(Optional<String>.none) != Exact.render(Optional("")))
     }
 
     /// The independent grammar check the scanner is compared with.
