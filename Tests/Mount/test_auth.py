@@ -237,11 +237,11 @@ def fetch_code(url):
     return html.unescape(m.group(1))
 
 
-def sign_in(binary, env, paste=None, app_key=APP_KEY, umask=-1, timeout=30):
-    """`dropboxfs auth --app-key KEY` scripted: reads stdout up to the authorize address, opens it,
-    and writes the code shown there (or `paste(code)`) plus a newline to stdin. No terminal: stdin
-    is a pipe and the process has its own session (no controlling terminal)."""
-    args = [binary, "auth"] + (["--app-key", app_key] if app_key else [])
+def sign_in(binary, env, paste=None, app_key=APP_KEY, umask=-1, timeout=30, extra_args=()):
+    """`dropboxfs auth --app-key KEY [extra_args]` scripted: reads stdout up to the authorize
+    address, opens it, and writes the code shown there (or `paste(code)`) plus a newline to stdin.
+    No terminal: stdin is a pipe and the process has its own session (no controlling terminal)."""
+    args = [binary, "auth"] + (["--app-key", app_key] if app_key else []) + list(extra_args)
     p = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          bufsize=0, start_new_session=True, umask=umask)
     killer = threading.Timer(timeout, p.kill)

@@ -10,10 +10,9 @@ import stat
 import pytest
 
 import subprocess
-import threading
 
 from helpers import is_mounted, pids_of_daemon, process_gone, run, wait_until
-from test_auth import AUTHORIZE_URL_RE, Home, SignIn, fetch_code
+from test_auth import Home, sign_in
 
 
 def profile_env(home, target, profile=None, token=None):
@@ -114,29 +113,7 @@ def test_two_accounts_side_by_side(binary, two_accounts, tmp_path, background_mo
 
 def sign_in_with_args(binary, env, extra_args):
     """test_auth.sign_in() with extra arguments after `auth --app-key KEY`."""
-    p = subprocess.Popen([binary, "auth", "--app-key", "fakeappkey", *extra_args], env=env, stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, start_new_session=True)
-    killer = threading.Timer(30, p.kill)
-    killer.start()
-    try:
-        head = b""
-        url = None
-        while url is None:
-            line = p.stdout.readline()
-            if not line:
-                break
-            head += line
-            m = AUTHORIZE_URL_RE.search(line.decode(errors="replace"))
-            if m:
-                url = m.group(0)
-        if url is None:
-            out, err = p.communicate()
-            return SignIn(p.returncode, head + out, err, None, None)
-        code = fetch_code(url)
-        out, err = p.communicate(input=code.encode() + b"\n")
-        return SignIn(p.returncode, head + out, err, code, url)
-    finally:
-        killer.cancel()
+    return sign_in(binary, env, app_key="fakeappkey", extra_args=extra_args)
 
 
 @pytest.mark.parametrize("name", ["", "../up", "a/b", "-dash", "_under", "white space", "x" * 65, "café"])
