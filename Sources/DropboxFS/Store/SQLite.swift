@@ -150,10 +150,4 @@ final class SQLiteStatement {
         guard let pointer = sqlite3_column_blob(statement, column) else { return body(nil) }
         return body(UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column))))
     }
-
-    func blob(_ column: Int32) -> [UInt8]? {
-        guard let pointer = sqlite3_column_blob(statement, column) else { return nil }
-        let count = Int(sqlite3_column_bytes(statement, column))
-        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
-    }
 }

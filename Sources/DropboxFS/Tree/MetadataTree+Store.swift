@@ -49,12 +49,6 @@ extension MetadataTree {
         }
     }
 
-    /// Every attached node as a record (for a store that starts from a tree already in memory).
-    mutating func allRecords() -> [StoredRecord] {
-        changedIndices = Set((2..<UInt32(nodes.count)).filter { nodes[Int($0)].attached })
-        return takeChangedRecords()
-    }
-
     // MARK: Rebuilding
 
     /// Adds a stored node at `index`; indices must come in increasing order, from 2 (1 is the root).
