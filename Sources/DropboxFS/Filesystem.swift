@@ -32,6 +32,8 @@ public struct FilesystemOptions: Sendable {
     /// How long a request for a folder waits for a recursive listing that will fill it before
     /// listing the folder by itself.
     public var prefetchWait: Double
+    /// How the whole-tree listing is spread over parallel branches (Sync/ParallelFill.swift).
+    public var fill: FillOptions
     /// After the whole-tree listing has run this long, a walk that enters an unfilled folder gets
     /// a recursive listing of its own subtree first.
     public var subtreeListingAfter: Double
@@ -65,6 +67,7 @@ public struct FilesystemOptions: Sendable {
         prefetch: Bool = false,
         watchChanges: Bool = false,
         prefetchWait: Double = 0.5,
+        fill: FillOptions = FillOptions(),
         subtreeListingAfter: Double = 10,
         longpollTimeout: Int = 120,
         invalidationRepeat: Double? = 1,
@@ -83,6 +86,7 @@ public struct FilesystemOptions: Sendable {
         self.prefetch = prefetch
         self.watchChanges = watchChanges
         self.prefetchWait = prefetchWait
+        self.fill = fill
         self.subtreeListingAfter = subtreeListingAfter
         self.longpollTimeout = longpollTimeout
         self.invalidationRepeat = invalidationRepeat
@@ -119,6 +123,8 @@ public final class Filesystem: Sendable {
         var backgroundTasks: [Task<Void, Never>] = []
         /// When the last top-level branch listing started (monotonic seconds).
         var lastBranchListing: Double = -.infinity
+        /// The branches of a running parallel fill (Sync/ParallelFill.swift).
+        var fillQueue: FillQueue?
         /// The tasks of running recursive listings by top folder, cancelled by `stop`.
         var listingTasks: [UInt32: Task<Void, Never>] = [:]
         /// The tree came from the store: it is complete, and the watcher catches up from `cursor`

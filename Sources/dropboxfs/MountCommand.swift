@@ -92,8 +92,9 @@ enum MountCommand {
             client: client,
             options: FilesystemOptions(
                 folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
-                prefetch: configuration.prefetch, watchChanges: configuration.watch, reader: configuration.reader,
-                store: store),
+                prefetch: configuration.prefetch, watchChanges: configuration.watch,
+                fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
+                reader: configuration.reader, store: store),
             restoring: stored, connectivity: Connectivity(offline: target.offline))
         // The core owns the tree now: holding a second reference would copy every part of it the
         // sync engine changes (copy on write), up to twice the memory.
@@ -163,6 +164,8 @@ struct MountConfiguration {
     var attrTimeout: Double
     var dirCacheTime: Double
     var threads: Int
+    /// Recursive listings in flight during the whole-account fill (1: one chain of pages).
+    var fillParallel: Int
     /// Whole-tree background listing, and change following (with kernel invalidation).
     var prefetch: Bool
     var watch: Bool
@@ -218,6 +221,14 @@ struct MountConfiguration {
             threads = value
         } else {
             threads = 16
+        }
+        if let text = parsed.value("fill-parallel") {
+            guard let value = Int(text), (1...32).contains(value) else {
+                throw UsageError(description: "--fill-parallel must be a number from 1 to 32")
+            }
+            fillParallel = value
+        } else {
+            fillParallel = FillOptions().parallelism
         }
         if let given = parsed.value("log-file") {
             guard !given.isEmpty else { throw UsageError(description: "--log-file needs a file") }

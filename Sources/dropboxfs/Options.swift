@@ -108,6 +108,10 @@ enum Options {
                 help: "do not list the whole account in the background; folders are listed one request each when first opened",
                 mountOption: true),
             OptionSpec(
+                name: "fill-parallel", value: "N",
+                help: "list the whole account over up to N branches at once (default 6; 1 lists it in one chain of pages)",
+                mountOption: true),
+            OptionSpec(
                 name: "no-watch",
                 help: "do not follow changes (no longpoll); folders are listed again after --dir-cache-time",
                 mountOption: true),

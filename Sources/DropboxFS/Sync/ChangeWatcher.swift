@@ -38,7 +38,7 @@ extension Filesystem {
         var catchUp = stored != nil
         var cursor = stored
         if stored == nil {
-            cursor = await establishCursor()
+            (cursor, catchUp) = await establishCursor()
         }
         guard options.watchChanges else { return }
         if !catchUp {
@@ -50,7 +50,7 @@ extension Filesystem {
             guard let current = cursor else {
                 failures += 1
                 await pause(seconds: retryDelay(failures: failures))
-                cursor = await establishCursor()
+                (cursor, catchUp) = await establishCursor()
                 continue
             }
             do {
@@ -61,7 +61,8 @@ extension Filesystem {
                     caughtUp.fire()
                     if state.withLock({ s in defer { s.relistRestored = false }; return s.relistRestored }) {
                         Log.info("the stored tree was last listed in full long ago: listing the account again in the background")
-                        cursor = await establishCursor() ?? cursor
+                        let (relisted, behind) = await establishCursor()
+                        if let relisted { (cursor, catchUp) = (relisted, behind) }
                     }
                     continue
                 }
@@ -72,8 +73,7 @@ extension Filesystem {
             } catch .cursorReset {
                 Log.warning("the Dropbox cursor was reset; rebuilding the tree")
                 state.withLock { $0.progress.resets += 1 }
-                cursor = await recoverFromReset()
-                catchUp = false
+                (cursor, catchUp) = await recoverFromReset()
             } catch {
                 if Task.isCancelled { break }  // unmounting
                 failures += 1
@@ -88,16 +88,16 @@ extension Filesystem {
         }
     }
 
-    /// The cursor to follow: from a whole-account listing (prefetch) or the latest one (lazy).
-    private func establishCursor() async -> String? {
+    /// The cursor to follow: from a whole-account listing (prefetch) or the latest one (lazy), and
+    /// whether the changes since it are still to be applied before the tree matches Dropbox.
+    private func establishCursor() async -> (String?, Bool) {
         if options.prefetch {
             var failures = 0
             while !Task.isCancelled {
-                let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
-                if let listing { _ = await listing.done.wait(seconds: .infinity) }
-                if let cursor = state.withLock({ $0.cursor }) {
-                    caughtUp.fire()
-                    return cursor
+                let filled = options.fill.parallelism > 1 ? await runParallelFill() : await runSequentialFill()
+                if let filled {
+                    if !filled.needsCatchUp { caughtUp.fire() }
+                    return (filled.cursor, filled.needsCatchUp)
                 }
                 if Task.isCancelled { break }
                 failures += 1
@@ -107,18 +107,18 @@ extension Filesystem {
                         + "\(delay) s, folders are listed one by one meanwhile")
                 await pause(seconds: delay)
             }
-            return nil
+            return (nil, false)
         }
-        guard options.watchChanges else { return nil }
+        guard options.watchChanges else { return (nil, false) }
         do {
             let cursor = try await syncClient.listFolderGetLatestCursor(
                 ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
             state.withLock { $0.cursor = cursor }
             caughtUp.fire()
-            return cursor
+            return (cursor, false)
         } catch {
             Log.warning("cannot get a change cursor: \(error)")
-            return nil
+            return (nil, false)
         }
     }
 
@@ -138,7 +138,7 @@ extension Filesystem {
         }
     }
 
-    private func recoverFromReset() async -> String? {
+    private func recoverFromReset() async -> (String?, Bool) {
         state.withLock { s in
             s.cursor = nil
             persist(in: &s, cursor: .clear)

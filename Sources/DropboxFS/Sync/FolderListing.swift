@@ -13,13 +13,21 @@ extension Filesystem {
     /// Returns once `folder` holds a complete, fresh listing.
     func ensureListed(_ folder: UInt32) async throws(FilesystemError) {
         // A recursive listing that will fill this folder is usually quicker than a request per
-        // folder for a walk; wait a little for it before listing the folder by itself.
-        let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
-            guard let node = s.tree.node(folder) else { throw .stale }
-            guard node.kind == .folder, node.attached else { return nil }
-            return isFresh(folder, in: s) ? nil : recursiveListingToWaitFor(folder, in: &s)
+        // folder for a walk; wait a little for it before listing the folder by itself. One that
+        // ends without filling it (a branch the fill split) may leave others that will: wait for
+        // those too, within the same time.
+        let deadline = options.monotonicNow() + options.prefetchWait
+        while true {
+            let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
+                guard let node = s.tree.node(folder) else { throw .stale }
+                guard node.kind == .folder, node.attached, !isFresh(folder, in: s) else { return nil }
+                let covering = recursiveListingToWaitFor(folder, in: &s)
+                if let covering { s.fillQueue?.promote(covering) }
+                return covering
+            }
+            let remaining = deadline - options.monotonicNow()
+            guard let covering, remaining > 0, await covering.done.wait(seconds: remaining) else { break }
         }
-        if let covering { _ = await covering.done.wait(seconds: options.prefetchWait) }
         while true {
             if Task.isCancelled { throw .interrupted }
             let listing = try state.withLock { (s: inout State) throws(FilesystemError) -> SharedWork<Void>? in
@@ -29,21 +37,28 @@ extension Filesystem {
                 if isFresh(folder, in: s) { return nil }
                 // A listing its waiters all left was cancelled: this request lists the folder again.
                 if let running = s.listings[folder], !running.isAbandoned { return running }
-                let path = s.tree.listingPath(of: folder)
-                let ticket = s.changeReplay.begin()
-                let listing = SharedWork<Void> { listing in
-                    do throws(FilesystemError) {
-                        return .success(try await self.listAndApply(folder, path: path, ticket: ticket, as: listing))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                s.listings[folder] = listing
-                return listing
+                return startFolderListing(folder, in: &s)
             }
             guard let listing else { return }
             if try await listing.value() != nil { return }
         }
+    }
+
+    /// Starts listing `folder` by itself (every page) as the listing requests for it share;
+    /// call with the lock held. The whole-account fill starts one this way for each folder it
+    /// lists alone, so a request for the same folder meanwhile joins it.
+    func startFolderListing(_ folder: UInt32, in s: inout State) -> SharedWork<Void> {
+        let path = s.tree.listingPath(of: folder)
+        let ticket = s.changeReplay.begin()
+        let listing = SharedWork<Void> { listing in
+            do throws(FilesystemError) {
+                return .success(try await self.listAndApply(folder, path: path, ticket: ticket, as: listing))
+            } catch {
+                return .failure(error)
+            }
+        }
+        s.listings[folder] = listing
+        return listing
     }
 
     private func listAndApply(
@@ -55,6 +70,17 @@ extension Filesystem {
                 s.changeReplay.end(ticket)
             }
         }
+        let entries = try await fetchFolderEntries(folder, path: path)
+        var invalidated: [Invalidation] = []
+        defer { invalidations.publish(invalidated) }
+        state.withLock { s in
+            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, invalidations: &invalidated)
+        }
+    }
+
+    /// Every entry of `folder`'s own listing (all pages). A folder Dropbox no longer has is taken
+    /// out of the tree (`.notFound`).
+    func fetchFolderEntries(_ folder: UInt32, path: String) async throws(FilesystemError) -> [Metadata] {
         var entries: [Metadata] = []
         do {
             var undecodable = 0
@@ -66,6 +92,7 @@ extension Filesystem {
             if undecodable > 0 {
                 Log.warning("listing of \(path.isEmpty ? "/" : path) skipped \(undecodable) undecodable entries")
             }
+            return entries
         } catch .lookup(.notFound) {
             // The folder is gone on Dropbox: drop it from the tree.
             var invalidated: [Invalidation] = []
@@ -81,39 +108,41 @@ extension Filesystem {
             if failure != .interrupted { Log.warning("listing \(path.isEmpty ? "/" : path) failed: \(error)") }
             throw failure
         }
-        let now = options.monotonicNow()
-        var invalidated: [Invalidation] = []
-        defer { invalidations.publish(invalidated) }
-        state.withLock { s in
-            guard s.tree.node(folder)?.attached == true else { return }
-            // The later occurrence of a key wins; a `deleted` entry takes its key out. Keys are
-            // distinct, so the survivors can be applied in any order.
-            var latest: [FoldKey: (entry: Metadata, name: NodeName)] = [:]
-            latest.reserveCapacity(entries.count)
-            for entry in entries {
-                if case .deleted = entry {
-                    if let key = EntryPath(entry)?.key { latest[key] = nil }
-                    continue
-                }
-                // The name first: one the kernel cannot carry is hidden (and warned about) whatever
-                // its path looks like.
-                guard let name = validName(entry, in: &s) else { continue }
-                latest[EntryPath(entry)?.key ?? FoldKey(name.string)] = (entry, name)
+    }
+
+    /// Makes `folder`'s children exactly `entries` (its own listing) and marks it complete, then
+    /// applies again the change batches recorded since `ticket`. Call with the lock held.
+    func applyFolderListing(
+        _ folder: UInt32, entries: [Metadata], ticket: UInt64, in s: inout State, invalidations invalidated: inout [Invalidation]
+    ) {
+        guard s.tree.node(folder)?.attached == true else { return }
+        // The later occurrence of a key wins; a `deleted` entry takes its key out. Keys are
+        // distinct, so the survivors can be applied in any order.
+        var latest: [FoldKey: (entry: Metadata, name: NodeName)] = [:]
+        latest.reserveCapacity(entries.count)
+        for entry in entries {
+            if case .deleted = entry {
+                if let key = EntryPath(entry)?.key { latest[key] = nil }
+                continue
             }
-            var seen = Set<UInt32>()
-            seen.reserveCapacity(latest.count)
-            for (key, child) in latest {
-                if let index = s.tree.upsert(
-                    parent: folder, key: key, name: child.name, metadata: child.entry, invalidations: &invalidated)
-                {
-                    seen.insert(index)
-                }
+            // The name first: one the kernel cannot carry is hidden (and warned about) whatever
+            // its path looks like.
+            guard let name = validName(entry, in: &s) else { continue }
+            latest[EntryPath(entry)?.key ?? FoldKey(name.string)] = (entry, name)
+        }
+        var seen = Set<UInt32>()
+        seen.reserveCapacity(latest.count)
+        for (key, child) in latest {
+            if let index = s.tree.upsert(
+                parent: folder, key: key, name: child.name, metadata: child.entry, invalidations: &invalidated)
+            {
+                seen.insert(index)
             }
-            s.tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidated)
-            s.tree.setComplete(folder, true, at: now)
-            for batch in s.changeReplay.batches(since: ticket) {
-                apply(batch, as: .changes, in: &s, invalidations: &invalidated)
-            }
+        }
+        s.tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidated)
+        s.tree.setComplete(folder, true, at: options.monotonicNow())
+        for batch in s.changeReplay.batches(since: ticket) {
+            apply(batch, as: .changes, in: &s, invalidations: &invalidated)
         }
     }
 

@@ -73,9 +73,23 @@ extension Filesystem {
         return covering
     }
 
+    /// How a recursive listing ended.
+    enum SubtreeOutcome: Sendable {
+        /// Every page was applied and the subtree is complete.
+        case completed
+        /// `stopAfter` asked it to stop, or its task was cancelled (unmounting).
+        case stopped
+        case failed(DropboxError)
+    }
+
     /// Lists `path` recursively to the end, applying pages as they arrive (the next page is
     /// already requested while the current one is decoded and applied), then completes the subtree.
-    func runRecursiveListing(_ listing: RecursiveListing, path: String) async {
+    /// `stopAfter(pages, hasMore)`, asked after each page is applied, can end the listing early
+    /// (the whole-account fill splits a big branch that way, ParallelFill.swift).
+    @discardableResult
+    func runRecursiveListing(
+        _ listing: RecursiveListing, path: String, stopAfter: ((Int, Bool) -> Bool)? = nil
+    ) async -> SubtreeOutcome {
         defer {
             state.withLock { s in
                 if s.recursiveListings[listing.top] === listing {
@@ -97,6 +111,7 @@ extension Filesystem {
         }
         do {
             var lastReport = listing.startedAt
+            var pages = 0
             let arg = ListFolderArg(path: path, recursive: true, limit: options.pageLimit)
             // The whole-account fill keeps trying while offline (it is what finds Dropbox again
             // when a refill is due); subtree listings are on behalf of a waiting user.
@@ -111,9 +126,11 @@ extension Filesystem {
                     lastReport = now
                     Log.info("background listing: \(syncStatus())")
                 }
+                pages += 1
+                if let stopAfter, stopAfter(pages, page.hasMore) { return false }
                 return !Task.isCancelled
             }
-            guard let finalCursor else { return }  // stopped (unmounting)
+            guard let finalCursor else { return .stopped }  // stopped (split, or unmounting)
             var invalidated: [Invalidation] = []
             let now = options.monotonicNow()
             state.withLock { s in
@@ -134,7 +151,9 @@ extension Filesystem {
             }
             invalidations.publish(invalidated)
             if isWholeAccount { Log.info("background listing done: \(syncStatus())") }
+            return .completed
         } catch {
+            if Task.isCancelled { return .stopped }
             Log.warning("recursive listing of \(label) failed: \(error)")
             if isWholeAccount {
                 state.withLock { s in
@@ -142,6 +161,7 @@ extension Filesystem {
                     s.progress.lastFailure = String(describing: error)
                 }
             }
+            return .failed(error)
         }
     }
 }

@@ -77,12 +77,15 @@ extension CoreTests {
     static func options(
         folderListingTTL: Double = .infinity, pageLimit: UInt32 = 2000, spaceUsageTTL: Double = 60,
         prefetch: Bool = false, watchChanges: Bool = false, prefetchWait: Double = 0.5,
-        subtreeListingAfter: Double = 2, longpollTimeout: Int = 30, clock: ManualClock? = nil
+        subtreeListingAfter: Double = 2, longpollTimeout: Int = 30, clock: ManualClock? = nil,
+        fill: FillOptions = FillOptions(parallelism: 1)
     ) -> FilesystemOptions {
+        // The whole-account fill is one chain of pages unless a test asks for the parallel fill
+        // (ParallelFillTests): most fill tests script or count that chain's pages.
         FilesystemOptions(
             ownership: ownership, folderTime: folderTime, folderListingTTL: folderListingTTL,
             pageLimit: pageLimit, spaceUsageTTL: spaceUsageTTL, prefetch: prefetch,
-            watchChanges: watchChanges, prefetchWait: prefetchWait, subtreeListingAfter: subtreeListingAfter,
+            watchChanges: watchChanges, prefetchWait: prefetchWait, fill: fill, subtreeListingAfter: subtreeListingAfter,
             longpollTimeout: longpollTimeout, monotonicNow: clock?.function ?? Filesystem.monotonicSeconds)
     }
 

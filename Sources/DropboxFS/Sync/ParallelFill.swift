@@ -1,0 +1,376 @@
+// The whole-account fill over parallel branches. One recursive listing of the root is one chain of
+// list_folder/continue pages, each waiting for the one before; Dropbox chooses both the server time
+// per page and the page size (`limit` is an upper bound only, and some accounts get pages of a few
+// entries for long stretches), so that chain sets the speed of every cold mount. Instead:
+//
+// 1. The account's cursor is taken first (list_folder/get_latest_cursor, root, recursive): every
+//    listing after it is a snapshot at least as new.
+// 2. The root's own entries are listed by themselves (not recursive).
+// 3. Each top-level folder is listed recursively, at most `parallelism` listings in flight, the
+//    others queued (a request waiting for a queued branch moves it to the front). A branch still
+//    listing after `splitAfterPages` pages while listing slots stand idle is split: its folder is
+//    listed by itself and, if its subfolders fit the request budget, the branch's listing stops
+//    and each subfolder is listed recursively instead. What the stopped listing applied stays; the
+//    newer listings confirm or remove it (MetadataTree.completeSubtree, by epoch).
+// 4. Once every branch is complete, the changes since the first cursor are applied in order
+//    (ChangeWatcher.applyChanges). Every path changed during the fill ends as the last change
+//    says; every other path is the same in any snapshot taken after the cursor. So nothing changed
+//    during the fill is missed or resurrected, whatever order the branches were listed in.
+//
+// Requests stay close to the pages the data needs: each listing adds at most one partial page, so
+// the number of listings is bounded (`maxListings`, and a split must also fit a budget that grows
+// with the pages seen). An account with more top-level folders than that is listed in one chain,
+// as with `parallelism` 1. The fill keeps a few of the pacer's slots free (RetryPolicy caps the
+// requests in flight), so reads and lookups are not queued behind it.
+//
+// Locking: the queue (`FillQueue`) lives in Filesystem.State, under its lock, so requests can
+// promote a branch and the split decision can register the new listings in one step.
+
+import DropboxAPI
+import Synchronization
+
+/// How the whole-account fill is spread over parallel listings.
+public struct FillOptions: Sendable, Equatable {
+    /// Recursive listings in flight at once; 1 lists the account in one chain of pages.
+    public var parallelism: Int
+    /// Most recursive listings one fill starts (top-level branches and the parts of split ones).
+    public var maxListings: Int
+    /// A branch still listing after this many pages, while listing slots are idle, is split.
+    public var splitAfterPages: Int
+
+    public init(parallelism: Int = 6, maxListings: Int = 24, splitAfterPages: Int = 3) {
+        self.parallelism = max(1, parallelism)
+        self.maxListings = max(1, maxListings)
+        self.splitAfterPages = max(1, splitAfterPages)
+    }
+}
+
+/// The branches of a running parallel fill: queued ones (registered as recursive listings, so a
+/// request waits for them) and the count of those running. Guarded by Filesystem.state.
+struct FillQueue {
+    /// Planned listings not started yet, the next one first.
+    private(set) var waiting: [RecursiveListing] = []
+    var running = 0
+    /// Recursive listings this fill started or queued.
+    var listings = 0
+    /// Requests beyond the data's pages: the cursor, folders listed by themselves, the pages of
+    /// stopped listings.
+    var overhead = 0
+
+    mutating func enqueue(_ listing: RecursiveListing, first: Bool = false) {
+        if first { waiting.insert(listing, at: 0) } else { waiting.append(listing) }
+    }
+
+    mutating func next() -> RecursiveListing? {
+        waiting.isEmpty ? nil : waiting.removeFirst()
+    }
+
+    /// A request waits for `listing`: start it before the others.
+    mutating func promote(_ listing: RecursiveListing) {
+        guard let at = waiting.firstIndex(where: { $0 === listing }), at > 0 else { return }
+        waiting.insert(waiting.remove(at: at), at: 0)
+    }
+
+    mutating func removeAll() -> [RecursiveListing] {
+        defer { waiting = [] }
+        return waiting
+    }
+}
+
+extension Filesystem {
+    /// The outcome of a fill: the cursor to follow, and whether the changes since it still need to
+    /// be applied (the replay failed; the watcher does it first).
+    struct FillResult {
+        let cursor: String
+        let needsCatchUp: Bool
+    }
+
+    /// Lists the whole account over parallel branches and replays the changes made meanwhile.
+    /// Returns nil when the fill failed (the caller starts it again after a pause) or was cancelled.
+    func runParallelFill() async -> FillResult? {
+        let started = options.monotonicNow()
+        state.withLock { s in
+            s.progress.phase = .filling
+            s.progress.fillStarted = started
+        }
+        Log.info("listing the whole account in the background, up to \(options.fill.parallelism) branches at once")
+        let first: String
+        do {
+            first = try await syncClient.listFolderGetLatestCursor(
+                ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
+        } catch {
+            noteFillFailure(error)
+            return nil
+        }
+        do throws(FilesystemError) {
+            try await listAloneForFill(MetadataTree.rootIndex)
+        } catch {
+            noteFillFailure(error)
+            return nil
+        }
+        let plan = state.withLock { s -> [RecursiveListing]? in
+            let tops = s.tree.children(of: MetadataTree.rootIndex).filter { s.tree.nodes[Int($0)].kind == .folder }
+            guard tops.count <= options.fill.maxListings else { return nil }
+            var queue = FillQueue()
+            queue.overhead = 2
+            var planned: [RecursiveListing] = []
+            for top in tops {
+                guard let listing = planRecursiveListing(top, in: &s) else { continue }
+                queue.enqueue(listing)
+                queue.listings += 1
+                planned.append(listing)
+            }
+            s.fillQueue = queue
+            return planned
+        }
+        guard let plan else {
+            // Too many top-level folders to list each alone within the request budget.
+            Log.info("the account has many top-level folders: listing it in one chain")
+            return await runSequentialFill(after: first)
+        }
+        let complete = await runBranches()
+        let abandoned = state.withLock { s in s.fillQueue?.removeAll() ?? [] }
+        state.withLock { s in
+            for listing in abandoned where s.recursiveListings[listing.top] === listing {
+                s.recursiveListings[listing.top] = nil
+            }
+            s.fillQueue = nil
+        }
+        for listing in abandoned { listing.done.fire() }
+        guard complete, !Task.isCancelled else { return nil }
+        let now = options.monotonicNow()
+        state.withLock { s in
+            s.progress.fillSeconds = now - started
+            s.cursor = first
+            persist(in: &s, cursor: .filled(first))
+        }
+        Log.info("background listing done (\(plan.count) branches): \(syncStatus())")
+        do {
+            let cursor = try await applyChanges(since: first)
+            state.withLock { s in s.progress.phase = options.watchChanges ? .watching : .complete }
+            return FillResult(cursor: cursor, needsCatchUp: false)
+        } catch {
+            if Task.isCancelled { return nil }
+            Log.warning("applying the changes made during the listing failed (\(error)); the watcher retries")
+            state.withLock { s in s.progress.phase = options.watchChanges ? .watching : .complete }
+            return FillResult(cursor: first, needsCatchUp: true)
+        }
+    }
+
+    /// The account listed in one chain (parallelism 1, or too many top-level folders).
+    func runSequentialFill(after first: String? = nil) async -> FillResult? {
+        let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
+        if let listing { _ = await listing.done.wait(seconds: .infinity) }
+        guard let cursor = state.withLock({ $0.cursor }) else { return nil }
+        return FillResult(cursor: cursor, needsCatchUp: false)
+    }
+
+    /// A recursive listing of `folder`, registered (requests wait for it) but not started.
+    fileprivate func planRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
+        if s.recursiveListings[folder] != nil { return nil }
+        guard let node = s.tree.node(folder), node.attached, node.kind == .folder else { return nil }
+        let listing = RecursiveListing(
+            top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow(), ticket: s.changeReplay.begin())
+        s.nextEpoch += 1
+        s.recursiveListings[folder] = listing
+        return listing
+    }
+
+    /// Runs the queued branches, at most `parallelism` at once, until none is left. Returns false
+    /// when cancelled. A branch that fails is queued again after a pause.
+    private func runBranches() async -> Bool {
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                while let listing = takeNextBranch() {
+                    group.addTask { await self.runBranch(listing) }
+                }
+                if await group.next() == nil { break }
+            }
+            group.cancelAll()
+        }
+        return !Task.isCancelled
+    }
+
+    /// The next queued branch if a listing slot is free; it counts as running from now.
+    private func takeNextBranch() -> RecursiveListing? {
+        state.withLock { s -> RecursiveListing? in
+            guard var queue = s.fillQueue, queue.running < options.fill.parallelism, let next = queue.next() else {
+                return nil
+            }
+            queue.running += 1
+            s.fillQueue = queue
+            return next
+        }
+    }
+
+    /// Lists one branch to its end (or until it is split). A failed branch is registered and
+    /// queued again after a pause.
+    private func runBranch(_ listing: RecursiveListing) async {
+        let path = state.withLock { s in s.tree.listingPath(of: listing.top) }
+        let splitter = BranchSplitter(filesystem: self, listing: listing)
+        let outcome = await runRecursiveListing(listing, path: path) { pages, hasMore in
+            splitter.shouldStop(pages: pages, hasMore: hasMore)
+        }
+        splitter.finish()
+        var failed = false
+        if case .failed(let error) = outcome {
+            if case .lookup = error {
+                // The branch's folder was deleted, moved or replaced after the cursor was taken
+                // (Dropbox answers not_found or not_folder): the replay of that change settles
+                // what stands at its path, with its subtree. Listing it again would fail again.
+                Log.debug("the listing of a branch ended with \(error): the changes since the cursor settle it")
+            } else {
+                failed = true
+                let failures = state.withLock { s in
+                    s.progress.fillFailures += 1
+                    s.progress.lastFailure = String(describing: error)
+                    return s.progress.fillFailures
+                }
+                try? await Task.sleep(for: .seconds(Self.retryDelay(failures: failures) * options.fillRetryScale))
+            }
+        }
+        state.withLock { s in
+            guard var queue = s.fillQueue else { return }
+            queue.running -= 1
+            if failed, !Task.isCancelled, let again = planRecursiveListing(listing.top, in: &s) {
+                queue.enqueue(again)
+            }
+            s.fillQueue = queue
+        }
+    }
+
+    /// Lists `folder` by itself for the fill, after the cursor was taken: a listing of it already
+    /// in flight (perhaps older than the cursor) is waited for, then a fresh one runs, shared with
+    /// the requests that come meanwhile.
+    func listAloneForFill(_ folder: UInt32) async throws(FilesystemError) {
+        if let earlier = state.withLock({ s in s.listings[folder] }) { _ = try? await earlier.value() }
+        while true {
+            if Task.isCancelled { throw .interrupted }
+            let listing = state.withLock { s -> SharedWork<Void>? in
+                guard s.tree.node(folder)?.attached == true else { return nil }
+                return startFolderListing(folder, in: &s)
+            }
+            guard let listing else { return }
+            if try await listing.value() != nil { return }
+        }
+    }
+
+    private func noteFillFailure(_ error: any Error) {
+        if Task.isCancelled { return }
+        state.withLock { s in
+            s.progress.fillFailures += 1
+            s.progress.lastFailure = String(describing: error)
+        }
+    }
+}
+
+/// Decides, page by page, whether a branch's listing should stop because its folder was split.
+/// The folder's own listing is fetched in a task of its own while the branch goes on. Once it has
+/// arrived, and if the subfolders fit the budget, it is applied and the subfolders' listings are
+/// registered in the same step as the branch's listing stops (no page of the branch, an older
+/// snapshot, comes after it; requests waiting for the branch find the new listings).
+///
+/// Used only from the branch's own task (the listing's page callback), except `probe`, which the
+/// fetching task fills when it ends.
+private final class BranchSplitter {
+    private enum Phase {
+        case listing
+        case probing(ticket: UInt64, task: Task<Void, Never>)
+        case done
+    }
+
+    private let filesystem: Filesystem
+    private let listing: RecursiveListing
+    private var phase = Phase.listing
+    private let probe = ProbeOutcome()
+
+    init(filesystem: Filesystem, listing: RecursiveListing) {
+        self.filesystem = filesystem
+        self.listing = listing
+    }
+
+    func shouldStop(pages: Int, hasMore: Bool) -> Bool {
+        guard hasMore, !Task.isCancelled else { return false }
+        switch phase {
+        case .done:
+            return false
+        case .listing:
+            guard pages >= filesystem.options.fill.splitAfterPages, filesystem.fillHasIdleSlots() else { return false }
+            let filesystem = self.filesystem
+            let folder = listing.top
+            let probe = self.probe
+            let (ticket, path) = filesystem.state.withLock { s in (s.changeReplay.begin(), s.tree.listingPath(of: folder)) }
+            let task = Task {
+                do throws(FilesystemError) {
+                    probe.finish(.success(try await filesystem.fetchFolderEntries(folder, path: path)))
+                } catch {
+                    probe.finish(.failure(error))
+                }
+            }
+            phase = .probing(ticket: ticket, task: task)
+            return false
+        case .probing(let ticket, _):
+            guard let outcome = probe.outcome else { return false }
+            finish()
+            guard case .success(let entries) = outcome else { return false }
+            return filesystem.splitBranch(listing, folderEntries: entries, ticket: ticket)
+        }
+    }
+
+    /// Ends the probe (the branch ended or the split was decided).
+    func finish() {
+        guard case .probing(let ticket, let task) = phase else { return }
+        phase = .done
+        task.cancel()
+        filesystem.state.withLock { s in s.changeReplay.end(ticket) }
+    }
+}
+
+/// The entries of the folder's own listing, handed from the fetching task to the branch's.
+private final class ProbeOutcome: Sendable {
+    private let value = Mutex<Result<[Metadata], FilesystemError>?>(nil)
+    func finish(_ outcome: Result<[Metadata], FilesystemError>) { value.withLock { $0 = outcome } }
+    var outcome: Result<[Metadata], FilesystemError>? { value.withLock { $0 } }
+}
+
+extension Filesystem {
+    /// Whether a listing slot of the fill stands idle with nothing queued.
+    fileprivate func fillHasIdleSlots() -> Bool {
+        state.withLock { s in
+            guard let queue = s.fillQueue else { return false }
+            return queue.waiting.isEmpty && queue.running < options.fill.parallelism
+        }
+    }
+
+    /// Replaces the branch of `listing` by recursive listings of its subfolders, queued first, if
+    /// they fit the request budget: the folder's own listing (`folderEntries`) is applied and the
+    /// subfolders are planned in one step. Returns whether it did; the branch's listing then stops.
+    fileprivate func splitBranch(_ listing: RecursiveListing, folderEntries: [Metadata], ticket: UInt64) -> Bool {
+        var invalidated: [Invalidation] = []
+        defer { invalidations.publish(invalidated) }
+        return state.withLock { s in
+            guard var queue = s.fillQueue, s.tree.node(listing.top)?.attached == true else { return false }
+            let subfolderCount = folderEntries.reduce(0) { count, entry in
+                if case .folder = entry { return count + 1 }
+                return count
+            }
+            // Each listing costs about one partial page; the split adds the folder's own listing
+            // and the page of the branch in flight when it stops.
+            let budget = 16 + s.progress.pages / 4
+            guard subfolderCount > 0, queue.listings + subfolderCount <= options.fill.maxListings,
+                queue.overhead + queue.listings + subfolderCount + 2 <= budget
+            else { return false }
+            applyFolderListing(listing.top, entries: folderEntries, ticket: ticket, in: &s, invalidations: &invalidated)
+            let subfolders = s.tree.children(of: listing.top).filter { s.tree.nodes[Int($0)].kind == .folder }
+            for folder in subfolders.reversed() {
+                guard let part = planRecursiveListing(folder, in: &s) else { continue }
+                queue.enqueue(part, first: true)
+                queue.listings += 1
+            }
+            queue.overhead += 2
+            s.fillQueue = queue
+            Log.debug("splitting the listing of \(Log.quoted(s.tree.path(of: listing.top))) into \(subfolders.count)")
+            return true
+        }
+    }
+}
