@@ -44,12 +44,32 @@ def parse_args(argv=None):
     p.add_argument("--adversarial", metavar="MODES", default="",
                    help="comma-separated adversarial listing modes, or 'all' (see README)")
     p.add_argument("--adversarial-seed", type=int, default=1, metavar="S")
+    p.add_argument("--max-page", type=int, default=0, metavar="N",
+                   help="no list_folder or continue page holds more than N entries, whatever "
+                        "limit the client asked: pages are min(limit, N) (adversarial repeats "
+                        "and ghosts included). 0 = no cap")
+    p.add_argument("--tiny-pages", metavar="START:COUNT",
+                   help="pages START .. START+COUNT-1 of every listing hold 1 entry each (while "
+                        "entries remain; adversarial 'pages' sizes overridden). Page 0 is the "
+                        "list_folder reply, page i the i-th continue after it; a page with "
+                        "has_more false ends the listing, and the next continue (deltas) is "
+                        "page 0 again")
+    p.add_argument("--page-cost-ms-per-1000", type=float, default=0, metavar="X",
+                   help="every list_folder/continue page sleeps X * entries_in_page / 1000 ms in "
+                        "its own request thread, after --latency-ms (an empty page: nothing)")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     from .adversarial import ModeError, parse_modes
     try:
         parse_modes(a.adversarial)
     except ModeError as e:
+        p.error(str(e))
+    from .paging import PagingError, parse_cost, parse_max_page, parse_tiny
+    try:
+        parse_tiny(a.tiny_pages)
+        parse_max_page(a.max_page)
+        parse_cost(a.page_cost_ms_per_1000)
+    except PagingError as e:
         p.error(str(e))
     if bool(a.tls_cert) != bool(a.tls_key):
         p.error("--tls-cert and --tls-key go together")

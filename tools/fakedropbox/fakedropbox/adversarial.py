@@ -346,10 +346,11 @@ def collect(tree, scope, recursive, nondl, view, late, rng, bogus_share):
     return out, cache
 
 
-def split_pages(n, limit, irregular, rng):
+def split_pages(n, limit, irregular, rng, tiny=None):
     """Page lengths covering n entries: full pages of limit, or (irregular)
     random lengths 0..limit with some empty pages while entries remain; the
-    last page is never empty unless n == 0."""
+    last page is never empty unless n == 0.  ``tiny`` (paging.Paging.in_tiny)
+    tells which page indexes hold 1 entry whatever was drawn."""
     sizes = []
     left = n
     while left > 0:
@@ -363,6 +364,8 @@ def split_pages(n, limit, irregular, rng):
                 k = rng.randint(1, limit)
         else:
             k = limit
+        if tiny is not None and tiny(len(sizes)):
+            k = 1
         k = min(k, left)
         sizes.append(k)
         left -= k
@@ -423,11 +426,13 @@ def build_snapshot(st, cur, scope, view):
             merged.append(it)
         merged.extend(g for _, g in ghosts[gi:])
         items = merged
-    sizes = split_pages(len(items), cur.limit, "pages" in modes, rng)
+    paging = st.paging
+    sizes = split_pages(len(items), paging.cap(cur.limit), "pages" in modes, rng,
+                        paging.in_tiny if paging.tiny else None)
     pages = []
     pos = 0
     prev = []
-    for k in sizes:
+    for i, k in enumerate(sizes):
         page = items[pos:pos + k]
         pos += k
         if "shuffle" in modes and len(page) > 1:
@@ -436,6 +441,10 @@ def build_snapshot(st, cur, scope, view):
         reps = []
         if "repeat" in modes and prev and page:
             reps = [it for it in prev[-rng.randint(1, 3):] if not it[2]]
+            room = paging.room(i)
+            if room is not None:
+                keep = max(0, room - len(page))
+                reps = reps[len(reps) - keep:] if keep else []
         pages.append([adv.render(it[0], rng) for it in reps + page])
         if page:
             prev = page
@@ -511,16 +520,21 @@ def journal_page(st, cur, visible):
         return [], cur.copy(seq=n), False
     rng = random.Random("J|%d|%s|%s|%d|%d|%d" % (adv.seed, cur.scope, cur.view, cur.recursive,
                                                  cur.seq, cur.tidx))
+    paging = st.paging
+    limit = paging.cap(cur.limit)
     if "pages" in modes:
         x = rng.random()
         if x < EMPTY_PAGE_SHARE:
             k = 0
         elif x < EMPTY_PAGE_SHARE + TINY_PAGE_SHARE:
-            k = rng.randint(1, min(5, cur.limit))
+            k = rng.randint(1, min(5, limit))
         else:
-            k = rng.randint(1, cur.limit)
+            k = rng.randint(1, limit)
     else:
-        k = cur.limit
+        k = limit
+    if paging.in_tiny(cur.pg):
+        k = 1
+    room = paging.room(cur.pg)  # None: extras may exceed k
     if k == 0:
         return [], cur.copy(seq=j, tidx=cur.tidx + 1), True
     picked = []  # (journal index, event)
@@ -580,9 +594,10 @@ def journal_page(st, cur, visible):
             else:
                 continue
             g = ghost_entry(tree, view, ppd, ppl, rng, cur.recursive and rng.random() < 0.4)
-            if g is not None:
+            if g is not None and (room is None or len(out) < room):
                 out.insert(rng.randrange(len(out) + 1), ("ghost", g))
-    if "repeat" in modes and cur.rep is not None and 0 <= cur.rep < n and out:
+    if "repeat" in modes and cur.rep is not None and 0 <= cur.rep < n and out \
+            and (room is None or len(out) < room):
         # The last entry of the previous page again: nothing came between the
         # two, so replaying it is harmless.
         out.insert(0, journal[cur.rep])

@@ -13,6 +13,7 @@ from .adversarial import ModeError, modes_text, parse_modes
 from .content import Source
 from .faults import FaultError
 from .httpio import Reply, json_reply, text_reply
+from .paging import PagingError, parse_cost, parse_max_page, parse_tiny
 from .tree import TreeError
 
 
@@ -150,12 +151,23 @@ def config(st, obj):
         seed = obj["adversarial_seed"]
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ControlError(400, "adversarial_seed must be an integer")
+    paging = st.paging
+    try:  # all checked before any is set
+        max_page = parse_max_page(obj["max_page"]) if "max_page" in obj else paging.max_page
+        tiny = parse_tiny(obj["tiny_pages"]) if "tiny_pages" in obj else paging.tiny
+        cost = parse_cost(obj["page_cost_ms_per_1000"]) if "page_cost_ms_per_1000" in obj \
+            else paging.cost_ms_per_1000
+    except PagingError as e:
+        raise ControlError(400, str(e))
     if modes is not None or seed is not None:
         st.set_adversarial(modes, seed)
-    return {"latency_ms": st.latency_ms, "bandwidth": st.bandwidth,
-            "access_token_ttl": st.tokens.ttl, "longpoll_backoff": st.longpoll_backoff,
-            "quota_used": st.quota_used, "quota_allocated": st.quota_allocated,
-            "adversarial": modes_text(st.adv.modes), "adversarial_seed": st.adv.seed}
+    paging.max_page, paging.tiny, paging.cost_ms_per_1000 = max_page, tiny, cost
+    out = {"latency_ms": st.latency_ms, "bandwidth": st.bandwidth,
+           "access_token_ttl": st.tokens.ttl, "longpoll_backoff": st.longpoll_backoff,
+           "quota_used": st.quota_used, "quota_allocated": st.quota_allocated,
+           "adversarial": modes_text(st.adv.modes), "adversarial_seed": st.adv.seed}
+    out.update(paging.config())
+    return out
 
 
 def handle(st, method, path, query_string, raw):

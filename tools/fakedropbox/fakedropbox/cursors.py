@@ -14,6 +14,11 @@ Adversarial mode (adversarial.py) adds phase "S" (serving page ``tidx`` of the
 listing snapshot ``snap``), uses ``tidx`` as a page counter in phase "J", and
 ``rep``: the journal index of the entry to repeat at the start of the next
 page.  Cursors without these encode exactly as before.
+
+``pg`` is the page index within the current listing (paging.py): 0 for the
+list_folder reply, one more for each continue page while ``has_more`` was
+true, 0 again once a page ended the listing.  It is encoded only when not 0,
+so a cursor at the end of a listing encodes exactly as before.
 """
 
 import base64
@@ -26,21 +31,22 @@ class BadCursor(Exception):
 
 class Cursor:
     __slots__ = ("inst", "epoch", "scope", "recursive", "deleted", "nondl",
-                 "limit", "seq", "phase", "keypath", "tidx", "view", "snap", "rep")
+                 "limit", "seq", "phase", "keypath", "tidx", "view", "snap", "rep", "pg")
 
     def __init__(self, inst, epoch, scope, recursive, deleted, nondl, limit, seq,
-                 phase="J", keypath=None, tidx=0, view=None, snap=None, rep=None):
+                 phase="J", keypath=None, tidx=0, view=None, snap=None, rep=None, pg=0):
         self.inst, self.epoch, self.scope = inst, epoch, scope
         self.recursive, self.deleted, self.nondl = recursive, deleted, nondl
         self.limit, self.seq, self.phase = limit, seq, phase
         self.keypath, self.tidx = keypath, tidx
         self.view = view
         self.snap, self.rep = snap, rep
+        self.pg = pg
 
     def copy(self, **kw):
         c = Cursor(self.inst, self.epoch, self.scope, self.recursive, self.deleted,
                    self.nondl, self.limit, self.seq, self.phase, self.keypath, self.tidx,
-                   self.view, self.snap, self.rep)
+                   self.view, self.snap, self.rep, self.pg)
         for k, v in kw.items():
             setattr(c, k, v)
         return c
@@ -49,7 +55,9 @@ class Cursor:
         payload = [1, self.inst, self.epoch, self.scope, int(self.recursive),
                    int(self.deleted), int(self.nondl), self.limit, self.seq,
                    self.phase, self.keypath, self.tidx]
-        if self.snap is not None or self.rep is not None:
+        if self.pg:
+            payload += [self.view, self.snap, self.rep, self.pg]
+        elif self.snap is not None or self.rep is not None:
             payload += [self.view, self.snap, self.rep]
         elif self.view is not None:
             payload.append(self.view)
@@ -64,8 +72,13 @@ class Cursor:
             body = s[3:]
             raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
             p = json.loads(raw.decode())
-            if not isinstance(p, list) or len(p) not in (12, 13, 15) or p[0] != 1:
+            if not isinstance(p, list) or len(p) not in (12, 13, 15, 16) or p[0] != 1:
                 raise ValueError
+            pg = 0
+            if len(p) == 16:
+                pg = p.pop()
+                if isinstance(pg, bool) or not isinstance(pg, int) or pg < 0:
+                    raise ValueError
             snap = rep = None
             if len(p) == 15:
                 rep, snap = p.pop(), p.pop()
@@ -82,7 +95,7 @@ class Cursor:
             if kp is not None and not (isinstance(kp, list) and all(isinstance(k, str) for k in kp)):
                 raise ValueError
             return cls(inst, epoch, scope, bool(rec), bool(dele), bool(nondl), limit,
-                       seq, phase, kp, tidx, view, snap, rep)
+                       seq, phase, kp, tidx, view, snap, rep, pg)
         except BadCursor:
             raise
         except Exception:

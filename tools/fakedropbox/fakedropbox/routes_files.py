@@ -113,8 +113,23 @@ def _cursor_scope(st, cur):
     return (None, bad) if bad is not None else (scope, None)
 
 
+def _reply(st, route, cur, got):
+    """The reply to a listing request: ``got`` is an error Reply or the page
+    (rendered entries, next cursor, has_more) served for cursor ``cur``.  The
+    page is counted in the stats and its server time spent here, in the
+    request's thread with the tree lock not held (paging.py)."""
+    if isinstance(got, Reply):
+        return got
+    parts, nxt, has_more = got
+    nxt = nxt.copy(pg=cur.pg + 1 if has_more else 0)
+    st.count_page(route, len(parts))
+    st.paging.spend(len(parts))
+    return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
+
+
 def _page(st, cur):
-    """Serve one page for cursor ``cur`` (in the cursor's view); returns a Reply."""
+    """One page for cursor ``cur`` (in the cursor's view): an error Reply or
+    (rendered entries, next cursor, has_more)."""
     tree = st.tree
     view = st.view_of(cur.view)
     items = []           # ("node", node) | ("md", dict) | ("ev", event)
@@ -126,15 +141,14 @@ def _page(st, cur):
             got = adversarial.snapshot_page(st, cur)
             if got is None:
                 return route_error({".tag": "reset"})  # snapshot evicted
-            parts, nxt, has_more = got
-            return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
+            return got
         if cur.phase == "J" and st.adv.modes:
             def visible(ev):
                 return tree.in_scope(ev[1], ev[2], cur.scope, cur.recursive) and \
                     not (ev[0] == "u" and not cur.nondl and _is_nondl(ev[5]))
             events, nxt, has_more = adversarial.journal_page(st, cur, visible)
-            return _adversarial_journal_reply(st, view, cur, events, nxt, has_more)
-        limit = cur.limit
+            return _adversarial_journal_page(st, view, cur, events, nxt, has_more)
+        limit = st.paging.page_size(cur.limit, cur.pg)
         nxt = cur
         has_more = False
         if cur.phase == "L":
@@ -216,11 +230,12 @@ def _page(st, cur):
                     else:
                         js = _entry_json(tree.metadata(node, pd=pd, pl=pl, name=name))
                 parts[i] = js
-    return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
+    return parts, nxt, has_more
 
 
-def _adversarial_journal_reply(st, view, cur, events, nxt, has_more):
-    """Render a delta page chosen by adversarial.journal_page.  Lock held
+def _adversarial_journal_page(st, view, cur, events, nxt, has_more):
+    """Render a delta page chosen by adversarial.journal_page: (parts, nxt,
+    has_more).  Lock held
     (missing hashes are computed under it: delta pages are short)."""
     tree = st.tree
     nodes = [ev[5] for ev in events if ev[0] == "u"]
@@ -239,7 +254,7 @@ def _adversarial_journal_reply(st, view, cur, events, nxt, has_more):
             else:
                 md = tree.metadata(node, pd=pd, pl=pl, name=name)
         parts.append(st.adv.render(md, rng))
-    return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
+    return parts, nxt, has_more
 
 
 _FILE_JSON = ('{".tag": "file", "name": %s, "path_lower": %s, "path_display": %s, '
@@ -280,12 +295,8 @@ def list_folder(st, req, arg):
                      nondl, limit, len(tree.journal), phase="L", keypath=None,
                      view=view.tag)
     if st.adv.modes:
-        got = adversarial.list_folder(st, cur, _cursor_scope)
-        if isinstance(got, Reply):
-            return got
-        parts, nxt, has_more = got
-        return Reply(200, [("Content-Type", JSON_CT)], page_body(parts, nxt.encode(), has_more))
-    return _page(st, cur)
+        return _reply(st, req.route, cur, adversarial.list_folder(st, cur, _cursor_scope))
+    return _reply(st, req.route, cur, _page(st, cur))
 
 
 def _decode_cursor(arg, route):
@@ -299,7 +310,8 @@ def _decode_cursor(arg, route):
 
 
 def list_folder_continue(st, req, arg):
-    return _page(st, _decode_cursor(arg, req.route))
+    cur = _decode_cursor(arg, req.route)
+    return _reply(st, req.route, cur, _page(st, cur))
 
 
 def get_latest_cursor(st, req, arg):

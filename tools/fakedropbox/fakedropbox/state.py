@@ -15,6 +15,7 @@ import time
 from .adversarial import Adversary, parse_modes
 from .faults import FaultSet
 from .oauth import TokenStore
+from .paging import Paging, parse_cost, parse_max_page, parse_tiny
 from .team import View
 
 
@@ -44,10 +45,16 @@ class State:
         self.adv = Adversary()
         self.set_adversarial(parse_modes(getattr(args, "adversarial", None)),
                              getattr(args, "adversarial_seed", 1))
+        # Page policy of listings (paging.py); off unless configured.
+        self.paging = Paging(parse_max_page(getattr(args, "max_page", 0)),
+                             parse_tiny(getattr(args, "tiny_pages", None)),
+                             parse_cost(getattr(args, "page_cost_ms_per_1000", 0)))
         self.quiet = args.quiet
         self.stats_lock = threading.Lock()
         self.total = 0
         self.routes = collections.Counter()
+        self.pages = collections.Counter()    # route -> listing pages served
+        self.entries = collections.Counter()  # route -> entries in those pages
         self.bytes_sent = 0
         self.log = collections.deque(maxlen=1000)
 
@@ -79,6 +86,11 @@ class State:
             self.total += 1
             self.routes[route] += 1
 
+    def count_page(self, route, entries):
+        with self.stats_lock:
+            self.pages[route] += 1
+            self.entries[route] += entries
+
     def add_bytes(self, n):
         with self.stats_lock:
             self.bytes_sent += n
@@ -94,11 +106,14 @@ class State:
     def stats(self):
         with self.stats_lock:
             return {"total": self.total, "routes": dict(self.routes),
-                    "bytes_sent": self.bytes_sent}
+                    "bytes_sent": self.bytes_sent, "pages": dict(self.pages),
+                    "entries": dict(self.entries)}
 
     def reset_stats(self):
         with self.stats_lock:
             self.total = 0
             self.routes.clear()
+            self.pages.clear()
+            self.entries.clear()
             self.bytes_sent = 0
             self.log.clear()

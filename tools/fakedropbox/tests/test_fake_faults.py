@@ -163,13 +163,15 @@ def test_stats_and_log(fd):
     assert s["total"] == 3
     assert s["routes"] == {"files/list_folder": 2, "files/download": 1}
     assert s["bytes_sent"] > 2
+    # Only the page actually served counts (the 401 is no page).
+    assert s["pages"] == {"files/list_folder": 1} and s["entries"] == {"files/list_folder": 1}
     log = fd.log()
     assert [(x["route"], x["status"]) for x in log] == [
         ("files/list_folder", 200), ("files/list_folder", 401), ("files/download", 206)]
     assert log[2]["range"] == "bytes=1-2" and log[0]["has_auth"] is True
     assert "test-token" not in json.dumps(log) and "bad" not in json.dumps([x for x in log])
     fd.reset_stats()
-    assert fd.stats() == {"total": 0, "routes": {}, "bytes_sent": 0}
+    assert fd.stats() == {"total": 0, "routes": {}, "bytes_sent": 0, "pages": {}, "entries": {}}
 
 
 def test_latency_and_bandwidth(fd):
