@@ -26,6 +26,11 @@ def parse_args(argv=None):
     src.add_argument("--sample-account", action="store_true", help="demo account")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--folders", type=int, help="approximate folder count (default N/10)")
+    p.add_argument("--top-folders", type=int, metavar="K",
+                   help="--synthetic: at most about K folders directly under the root (the fixed "
+                        "ones count; a folder that would go to the root goes under a random "
+                        "existing folder of depth < 9 instead; folder and entry counts unchanged). "
+                        "Default: no cap")
     p.add_argument("--big-folder", type=int, default=0, metavar="K", help="add /big with K files")
     p.add_argument("--evil-names", action="store_true", help="add entries a real Dropbox never sends")
     p.add_argument("--token", action="append", help="accepted access token (repeatable)")
@@ -71,6 +76,11 @@ def parse_args(argv=None):
         parse_cost(a.page_cost_ms_per_1000)
     except PagingError as e:
         p.error(str(e))
+    if a.top_folders is not None:
+        if a.synthetic is None:
+            p.error("--top-folders goes with --synthetic")
+        if a.top_folders < 1:
+            p.error("--top-folders must be >= 1")
     if bool(a.tls_cert) != bool(a.tls_key):
         p.error("--tls-cert and --tls-key go together")
     if a.make_certs and a.tls_cert:
@@ -82,7 +92,8 @@ def build_tree(a):
     tree = Tree(seed=a.seed)
     if a.synthetic is not None:
         from .synth import build_synthetic
-        build_synthetic(tree, a.synthetic, seed=a.seed, folders=a.folders, big_folder=a.big_folder)
+        build_synthetic(tree, a.synthetic, seed=a.seed, folders=a.folders, big_folder=a.big_folder,
+                        top_folders=a.top_folders)
     elif a.sample_account:
         from .sample import build_sample
         build_sample(tree)

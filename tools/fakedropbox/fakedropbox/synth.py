@@ -100,8 +100,13 @@ def _unique(tree, parent, name):
         n += 1
 
 
-def build_synthetic(tree, n_entries, seed=1, folders=None, big_folder=0):
-    """Populate ``tree`` with about n_entries entries."""
+def build_synthetic(tree, n_entries, seed=1, folders=None, big_folder=0, top_folders=None):
+    """Populate ``tree`` with about n_entries entries.
+
+    top_folders (None: no cap): once the root holds that many folders (the
+    fixed ones count), a folder that would go to the root goes under a random
+    existing folder of depth < 9 instead, drawn from its own random stream so
+    names, sizes and counts come out as without the cap."""
     r = random.Random(seed)
     tree.seed = seed
     gc_was = gc.isenabled()
@@ -134,6 +139,10 @@ def build_synthetic(tree, n_entries, seed=1, folders=None, big_folder=0):
 
         folder_list = [root, uni, nfc, nfd, special]
         depth = {root: 0, uni: 1, nfc: 2, nfd: 2, special: 1}
+        if top_folders is not None:
+            top_r = random.Random("top-folders|%d" % seed)
+            shallow = [f for f in folder_list if 0 < depth[f] < 9]
+            at_root = sum(1 for c in root.children.values() if c.children is not None)
         for i in range(max(0, n_folders - 5)):
             # Mix of shallow and deep: prefer recent folders, cap depth at 9.
             if r.random() < 0.15:
@@ -142,10 +151,16 @@ def build_synthetic(tree, n_entries, seed=1, folders=None, big_folder=0):
                 parent = folder_list[int(len(folder_list) * (r.random() ** 0.5))]
                 if depth[parent] >= 9:
                     parent = root
+            if top_folders is not None:
+                if parent is root and at_root >= top_folders:
+                    parent = shallow[int(len(shallow) * top_r.random())]
+                at_root += parent is root
             name = _unique(tree, parent, _folder_name(r, i))
             f = tree.add_child(parent, name, folder=True)
             folder_list.append(f)
             depth[f] = depth[parent] + 1
+            if top_folders is not None and depth[f] < 9:
+                shallow.append(f)
         n_files = max(0, n_entries - (len(tree.nodes) - 1) - 0)
         nf = len(folder_list)
         rand = r.random

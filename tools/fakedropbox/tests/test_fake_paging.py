@@ -1,5 +1,5 @@
 """Server-side page policy (--max-page, --tiny-pages, --page-cost-ms-per-1000),
-and the page and entry counts in /_control/stats.
+the page and entry counts in /_control/stats, and --top-folders.
 
 The policy models what the real Dropbox does with list_folder's ``limit`` (an
 upper bound only: pages far smaller than asked, stretches of 1-entry pages,
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from fakedropbox.__main__ import parse_args
+from fakedropbox.__main__ import build_tree, parse_args
 from fakedropbox.client import ControlError
 from fakedropbox.cursors import Cursor
 from test_fake_adversarial import Replica, entries_of, list_pages, replica_of, tree_view
@@ -224,7 +224,8 @@ def test_config_keys_at_runtime(fd):
 
 def test_cli_rejects_bad_values():
     for bad in (["--tiny-pages", "5"], ["--tiny-pages", "1:-1"], ["--max-page", "-3"],
-                ["--page-cost-ms-per-1000", "-1"]):
+                ["--page-cost-ms-per-1000", "-1"], ["--top-folders", "5"],
+                ["--synthetic", "100", "--top-folders", "0"]):
         with pytest.raises(SystemExit):
             parse_args(bad)
     a = parse_args(["--max-page", "7", "--tiny-pages", "2:9", "--page-cost-ms-per-1000", "2.5"])
@@ -255,3 +256,39 @@ def test_cursor_page_index_round_trip():
             (4, kw.get("view"), kw.get("snap"), kw.get("rep"), ["x"])
     # A cursor not mid-listing encodes exactly as before the page index existed.
     assert base.copy(pg=0).encode() == base.encode()
+
+
+def synthetic(*extra):
+    tree = build_tree(parse_args(["--synthetic", "5000", "--folders", "1000", "--seed", "7"] + list(extra)))
+    folders, files, depth = [], [], {}
+    for n in tree.nodes:
+        if n is None or n is tree.root:
+            continue
+        d, p = 1, n.parent
+        while p is not tree.root:
+            d, p = d + 1, p.parent
+        if n.children is not None:
+            folders.append(n)
+            depth[n.num] = d
+        else:
+            files.append((n.name, n.size))
+    top = [n for n in tree.root.children.values() if n.children is not None]
+    paths = sorted(tree.paths(n)[1] for n in tree.nodes if n is not None and n is not tree.root)
+    return top, folders, sorted(files), depth, paths
+
+
+def test_top_folders_caps_root_folders_and_keeps_counts():
+    top0, folders0, files0, depth0, paths0 = synthetic()
+    top, folders, files, depth, paths = synthetic("--top-folders", "12")
+    assert len(top0) > 100
+    assert len(top) == 12
+    assert len(folders) == len(folders0) and len(paths) == len(paths0)
+    assert files == files0  # the cap moves folders, nothing else
+    assert max(depth.values()) <= 9 and max(depth0.values()) <= 9
+    assert max(depth.values()) > 3
+    assert paths != paths0
+    # Deterministic for a seed; the fixed folders stay at the root.
+    assert synthetic("--top-folders", "12")[4] == paths
+    assert {"unicode", "special"} <= {n.name.lower() for n in top}
+    # A cap above what the tree has changes nothing.
+    assert synthetic("--top-folders", "100000")[4] == paths0
