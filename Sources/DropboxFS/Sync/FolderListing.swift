@@ -40,7 +40,13 @@ extension Filesystem {
                 return startFolderListing(folder, in: &s)
             }
             guard let listing else { return }
-            if try await listing.value() != nil { return }
+            guard try await listing.value() != nil else { continue }  // abandoned: list it again
+            // The folder is complete now, unless a newer listing took this one's place (the
+            // fill's, after its cursor) and is still running: the loop waits for that one.
+            let complete = state.withLock { s in
+                s.tree.node(folder).map { !$0.attached || s.tree.isComplete(folder) } ?? true
+            }
+            if complete { return }
         }
     }
 
@@ -74,6 +80,9 @@ extension Filesystem {
         var invalidated: [Invalidation] = []
         defer { invalidations.publish(invalidated) }
         state.withLock { s in
+            // A newer listing of the folder took this one's place: this older snapshot must not
+            // land after it.
+            guard s.listings[folder] === listing else { return }
             applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, invalidations: &invalidated)
         }
     }

@@ -239,20 +239,22 @@ extension Filesystem {
         }
     }
 
-    /// Lists `folder` by itself for the fill, after the cursor was taken: a listing of it already
-    /// in flight (perhaps older than the cursor) is waited for, then a fresh one runs, shared with
-    /// the requests that come meanwhile.
+    /// Lists `folder` by itself for the fill, after the cursor was taken. A listing of it already in
+    /// flight may be older than the cursor: it is taken out of the listings map, so it is not
+    /// applied (its waiters list the folder again, FolderListing.swift). The fill's own listing is
+    /// not shared: a request never waits behind a listing of the fill that the server holds up.
     func listAloneForFill(_ folder: UInt32) async throws(FilesystemError) {
-        if let earlier = state.withLock({ s in s.listings[folder] }) { _ = try? await earlier.value() }
-        while true {
-            if Task.isCancelled { throw .interrupted }
-            let listing = state.withLock { s -> SharedWork<Void>? in
-                guard s.tree.node(folder)?.attached == true else { return nil }
-                return startFolderListing(folder, in: &s)
-            }
-            guard let listing else { return }
-            if try await listing.value() != nil { return }
+        let (path, ticket) = state.withLock { s in
+            s.listings[folder] = nil
+            return (s.tree.listingPath(of: folder), s.changeReplay.begin())
         }
+        defer { state.withLock { s in s.changeReplay.end(ticket) } }
+        let entries = try await fetchFolderEntries(folder, path: path)
+        var invalidated: [Invalidation] = []
+        state.withLock { s in
+            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, invalidations: &invalidated)
+        }
+        invalidations.publish(invalidated)
     }
 
     private func noteFillFailure(_ error: any Error) {
