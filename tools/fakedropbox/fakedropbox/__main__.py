@@ -33,6 +33,9 @@ def parse_args(argv=None):
                         "Default: no cap")
     p.add_argument("--big-folder", type=int, default=0, metavar="K", help="add /big with K files")
     p.add_argument("--evil-names", action="store_true", help="add entries a real Dropbox never sends")
+    p.add_argument("--photos", type=int, default=0, metavar="N",
+                   help="add /Camera Uploads with N photos IMG_0001.jpg... (2-6 MiB, synthetic bytes), "
+                        "PANO_0001.jpg (over 20 MiB) and notes.txt (works with any source)")
     p.add_argument("--token", action="append", help="accepted access token (repeatable)")
     p.add_argument("--app-key", default="fakeappkey")
     p.add_argument("--access-token-ttl", type=float, default=14400)
@@ -76,6 +79,8 @@ def parse_args(argv=None):
         parse_cost(a.page_cost_ms_per_1000)
     except PagingError as e:
         p.error(str(e))
+    if a.photos < 0:
+        p.error("--photos must be >= 0")
     if a.top_folders is not None:
         if a.synthetic is None:
             p.error("--top-folders goes with --synthetic")
@@ -109,6 +114,9 @@ def build_tree(a):
         big = tree.add_child(tree.root, "big", folder=True)
         for i in range(a.big_folder):
             tree.add_child(big, "file_%07d.dat" % i, size=_size(r))
+    if a.photos:
+        from .synth import add_photos
+        add_photos(tree, a.photos, seed=a.seed)
     if a.evil_names:
         from .synth import add_evil
         add_evil(tree)

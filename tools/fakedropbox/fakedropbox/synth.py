@@ -1,4 +1,5 @@
-"""Deterministic synthetic trees (--synthetic N) and evil entries (--evil-names).
+"""Deterministic synthetic trees (--synthetic N), evil entries (--evil-names) and
+a folder of photos (--photos N).
 
 Exists to give tests and benchmarks large, realistic, nasty trees without
 storing any file content: every node is small and its bytes, rev and mtime are
@@ -200,3 +201,26 @@ def add_evil(tree):
         tree.add_child(evil, name, size=11, content=b"evil bytes\n", key=key)
     sub = tree.add_child(evil, "sub/dir", folder=True)
     tree.add_child(sub, "inside.txt", size=6, content=b"inside")
+
+
+PHOTO_FOLDER = "Camera Uploads"
+
+
+def add_photos(tree, n, seed=1):
+    """/Camera Uploads (reused if present) with n photos IMG_0001.jpg... of 2-6 MiB, plus
+    PANO_0001.jpg over the 20 MiB thumbnail limit and notes.txt (no image extension).
+    Content is synthetic like any other file (not a decodable JPEG); sizes come from
+    the seed, so the same seed gives the same photos."""
+    if n <= 0:
+        return
+    r = random.Random("photos|%d" % seed)
+    root = tree.root
+    cam = root.children.get(key_of(PHOTO_FOLDER))
+    if cam is None or cam.children is None:
+        cam = tree.add_child(root, _unique(tree, root, PHOTO_FOLDER), folder=True)
+    for i in range(1, n + 1):
+        tree.add_child(cam, _unique(tree, cam, "IMG_%04d.jpg" % i),
+                       size=r.randrange(2 * 1024 * 1024, 6 * 1024 * 1024 + 1))
+    tree.add_child(cam, _unique(tree, cam, "PANO_0001.jpg"),
+                   size=r.randrange(21 * 1024 * 1024, 28 * 1024 * 1024))
+    tree.add_child(cam, _unique(tree, cam, "notes.txt"), size=r.randrange(100, 2000))
