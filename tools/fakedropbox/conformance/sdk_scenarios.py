@@ -284,6 +284,31 @@ def scenario_synthetic():
     assert len(entries) > 1500
 
 
+def scenario_thumbnails():
+    """files_get_thumbnail_batch goes to the content host as an RPC call."""
+    ctl("POST", "/_control/files", {"path": "/Pics/a.jpg", "size": 3000000, "seed": 4})
+    put("/Pics/readme.txt", b"not an image")
+    d = dbx()
+    res = d.files_get_thumbnail_batch([
+        files.ThumbnailArg("/Pics/a.jpg", format=files.ThumbnailFormat.png,
+                           size=files.ThumbnailSize.w128h128),
+        files.ThumbnailArg("/Pics/a.jpg"),
+        files.ThumbnailArg("/Pics/readme.txt"),
+        files.ThumbnailArg("/Pics/missing.jpg")])
+    png, jpeg, txt, missing = res.entries
+    assert png.is_success() and png.get_success().metadata.name == "a.jpg"
+    assert base64.b64decode(png.get_success().thumbnail)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert base64.b64decode(jpeg.get_success().thumbnail)[:2] == b"\xff\xd8"
+    assert txt.get_failure().is_unsupported_extension()
+    assert missing.get_failure().get_path().is_not_found()
+    try:
+        d.files_get_thumbnail_batch([files.ThumbnailArg("/Pics/a.jpg")] * 26)
+    except ApiError as e:
+        assert e.error.is_too_many_files()
+    else:
+        raise AssertionError("expected too_many_files")
+
+
 if __name__ == "__main__":
     globals()["scenario_" + sys.argv[1]]()
     print("OK")

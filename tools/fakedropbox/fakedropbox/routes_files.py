@@ -1,5 +1,5 @@
 """The files/* API routes: list_folder (+continue, get_latest_cursor,
-longpoll), get_metadata, download and export.
+longpoll), get_metadata, download, export and get_thumbnail_batch.
 
 Exists to implement dropbox-api.md sections 2-5 on top of tree.py.  Handlers
 take (state, request, arg) and return an httpio.Reply; ArgError becomes a
@@ -8,12 +8,13 @@ namespace view (``req.view``, see team.py); a cursor keeps the view it was
 made in.
 """
 
+import base64
 import json
 import random
 import re
 import time
 
-from . import adversarial
+from . import adversarial, thumbs
 from .content import Source, content_hash_bytes
 from .cursors import BadCursor, Cursor
 from .httpio import (JSON_CT, Reply, entry_json, error_reply, header_json, json_reply,
@@ -446,13 +447,25 @@ def parse_range(header, size):
 
 def _file_for_download(st, view, path, route):
     """-> (metadata dict in ``view``'s paths, Source, extra) or a Reply (error)."""
+    got = _read_file(st, view, path)
+    return lookup_error(got) if isinstance(got, str) else got
+
+
+def _read_file(st, view, path, before_hash=None):
+    """-> (metadata dict in ``view``'s paths, Source, extra), or the LookupError tag.
+    ``before_hash(name, size)``, if given, may return a value that is returned instead,
+    before any content hash is computed."""
     tree = st.tree
     with tree.lock:
         kind, obj = _resolve_read(st, view, path)
         if kind is None:
-            return lookup_error(obj)
+            return obj
         if kind == "live" and obj.children is not None:
-            return lookup_error("not_file")
+            return "not_file"
+        if before_hash is not None:
+            early = before_hash(obj.name, obj.size)
+            if early is not None:
+                return early
     if kind == "live":
         tree.ensure_hashes([obj])
         with tree.lock:
@@ -548,6 +561,93 @@ def export(st, req, arg):
                  throttle=True)
 
 
+# ---- get_thumbnail_batch ----------------------------------------------------------------
+
+def _union(v, where, allowed, default):
+    """A void-member union argument: a bare string or {".tag": ...}; None -> default."""
+    if v is None:
+        return default
+    tag = v.get(".tag") if isinstance(v, dict) else v
+    if not isinstance(tag, str):
+        raise ArgError("%s: expected a union tag, got %s" % (where, type(v).__name__))
+    if tag not in allowed:
+        raise ArgError("%s: unknown tag '%s'" % (where, tag))
+    return tag
+
+
+def _thumbnail_args(arg):
+    entries = arg.get("entries")
+    if entries is None:
+        raise ArgError("missing required field 'entries'")
+    if not isinstance(entries, list):
+        raise ArgError("entries: expected list, got %s" % type(entries).__name__)
+    out = []
+    for i, e in enumerate(entries):
+        where = "entries[%d]" % i
+        if not isinstance(e, dict):
+            raise ArgError("%s: expected object, got %s" % (where, type(e).__name__))
+        try:
+            path = _check_read_path(_field(e, "path", str, required=True))
+            _field(e, "exclude_media_info", bool)
+        except ArgError as x:
+            raise ArgError("%s.%s" % (where, x))
+        out.append((path,
+                    _union(e.get("format"), where + ".format", thumbs.FORMATS, "jpeg"),
+                    _union(e.get("size"), where + ".size", thumbs.SIZES, "w64h64"),
+                    _union(e.get("mode"), where + ".mode", thumbs.MODES, "strict")))
+    return out
+
+
+def _not_thumbnailable(name, size):
+    """The ThumbnailError of a file that is not converted, judged by name and size alone."""
+    if not thumbs.extension_ok(name):
+        return {".tag": "unsupported_extension"}
+    if size > thumbs.MAX_IMAGE_BYTES or size == 0:
+        return {".tag": "unsupported_image"}
+    return None
+
+
+def _sniff_head(src):
+    """The first bytes of a file, enough to read a real image's pixel size."""
+    head = b"".join(bytes(c) for c in src.iter_range(0, min(src.size, 32)))
+    if head[:2] == b"\xff\xd8":  # JPEG: the frame header may follow large EXIF segments
+        head = b"".join(bytes(c) for c in src.iter_range(0, min(src.size, thumbs.SNIFF_BYTES)))
+    return head
+
+
+def get_thumbnail_batch(st, req, arg):
+    """files/get_thumbnail_batch (content host, RPC style): one entry per input, in order."""
+    wanted = _thumbnail_args(arg)
+    if len(wanted) > thumbs.MAX_BATCH:
+        return route_error({".tag": "too_many_files"})
+    out = []
+    ok = failed = nbytes = 0
+    for path, fmt, size, mode in wanted:
+        got = _read_file(st, req.view, path, _not_thumbnailable)
+        if isinstance(got, str):
+            failure = {".tag": "path", "path": {".tag": got}}
+        elif isinstance(got, dict):
+            failure = got
+        else:
+            md, src, extra = got
+            if "export_as" in extra:
+                failure = {".tag": "unsupported_image"}
+            else:
+                digest = bytes.fromhex(md["content_hash"])
+                pw, ph = thumbs.photo_size(_sniff_head(src), digest)
+                tw, th = thumbs.fitted(pw, ph, thumbs.SIZES[size], mode)
+                img = thumbs.thumbnail(fmt, tw, th, digest)
+                out.append({".tag": "success", "metadata": md,
+                            "thumbnail": base64.b64encode(img).decode("ascii")})
+                ok += 1
+                nbytes += len(img)
+                continue
+        out.append({".tag": "failure", "failure": failure})
+        failed += 1
+    st.count_thumbnails(ok, failed, nbytes)
+    return json_reply({"entries": out})
+
+
 ROUTES = {
     # route: (style, auth scope or None for noauth, handler)
     "files/list_folder": ("rpc", "files.metadata.read", list_folder),
@@ -557,4 +657,6 @@ ROUTES = {
     "files/get_metadata": ("rpc", "files.metadata.read", get_metadata),
     "files/download": ("download", "files.content.read", download),
     "files/export": ("download", "files.content.read", export),
+    # Content host, RPC style (JSON body, JSON reply); all hosts share the port.
+    "files/get_thumbnail_batch": ("rpc", "files.content.read", get_thumbnail_batch),
 }

@@ -56,6 +56,8 @@ class State:
         self.pages = collections.Counter()    # route -> listing pages served
         self.entries = collections.Counter()  # route -> entries in those pages
         self.bytes_sent = 0
+        # get_thumbnail_batch: entries answered success / failure, image bytes (before base64)
+        self.thumbnails = collections.Counter()
         self.log = collections.deque(maxlen=1000)
 
     def set_adversarial(self, modes=None, seed=None):
@@ -91,6 +93,12 @@ class State:
             self.pages[route] += 1
             self.entries[route] += entries
 
+    def count_thumbnails(self, success, failure, image_bytes):
+        with self.stats_lock:
+            self.thumbnails["success"] += success
+            self.thumbnails["failure"] += failure
+            self.thumbnails["image_bytes"] += image_bytes
+
     def add_bytes(self, n):
         with self.stats_lock:
             self.bytes_sent += n
@@ -107,7 +115,9 @@ class State:
         with self.stats_lock:
             return {"total": self.total, "routes": dict(self.routes),
                     "bytes_sent": self.bytes_sent, "pages": dict(self.pages),
-                    "entries": dict(self.entries)}
+                    "entries": dict(self.entries),
+                    "thumbnails": {k: self.thumbnails[k]
+                                   for k in ("success", "failure", "image_bytes")}}
 
     def reset_stats(self):
         with self.stats_lock:
@@ -115,5 +125,6 @@ class State:
             self.routes.clear()
             self.pages.clear()
             self.entries.clear()
+            self.thumbnails.clear()
             self.bytes_sent = 0
             self.log.clear()

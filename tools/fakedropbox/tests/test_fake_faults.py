@@ -171,7 +171,8 @@ def test_stats_and_log(fd):
     assert log[2]["range"] == "bytes=1-2" and log[0]["has_auth"] is True
     assert "test-token" not in json.dumps(log) and "bad" not in json.dumps([x for x in log])
     fd.reset_stats()
-    assert fd.stats() == {"total": 0, "routes": {}, "bytes_sent": 0, "pages": {}, "entries": {}}
+    assert fd.stats() == {"total": 0, "routes": {}, "bytes_sent": 0, "pages": {}, "entries": {},
+                          "thumbnails": {"success": 0, "failure": 0, "image_bytes": 0}}
 
 
 def test_latency_and_bandwidth(fd):
