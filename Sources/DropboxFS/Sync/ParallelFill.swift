@@ -37,11 +37,15 @@ public struct FillOptions: Sendable, Equatable {
     public var maxListings: Int
     /// A branch still listing after this many pages, while listing slots are idle, is split.
     public var splitAfterPages: Int
+    /// Requests beyond the data's pages a fill may spend on listing in parallel, besides a quarter
+    /// of the pages applied (the target is at most 1.3 times the pages the data needs, plus 20).
+    public var requestSlack: Int
 
-    public init(parallelism: Int = 6, maxListings: Int = 24, splitAfterPages: Int = 3) {
+    public init(parallelism: Int = 6, maxListings: Int = 24, splitAfterPages: Int = 3, requestSlack: Int = 16) {
         self.parallelism = max(1, parallelism)
         self.maxListings = max(1, maxListings)
         self.splitAfterPages = max(1, splitAfterPages)
+        self.requestSlack = max(0, requestSlack)
     }
 }
 
@@ -112,7 +116,8 @@ extension Filesystem {
             let tops = s.tree.children(of: MetadataTree.rootIndex).filter { s.tree.nodes[Int($0)].kind == .folder }
             guard tops.count <= options.fill.maxListings else { return nil }
             var queue = FillQueue()
-            queue.overhead = 2
+            // The cursor, the root's own listing, and a request's listing of the root at mount.
+            queue.overhead = 3
             var planned: [RecursiveListing] = []
             for top in tops {
                 guard let listing = planRecursiveListing(top, in: &s) else { continue }
@@ -315,7 +320,7 @@ private final class BranchSplitter {
             guard let outcome = probe.outcome else { return false }
             finish()
             guard case .success(let entries) = outcome else { return false }
-            return filesystem.splitBranch(listing, folderEntries: entries, ticket: ticket)
+            return filesystem.splitBranch(listing, pagesSoFar: pages, folderEntries: entries, ticket: ticket)
         }
     }
 
@@ -336,6 +341,12 @@ private final class ProbeOutcome: Sendable {
 }
 
 extension Filesystem {
+    /// The requests beyond the data's pages a fill may spend on listing in parallel, given the
+    /// pages applied so far.
+    func fillBudget(pagesApplied: Int) -> Int {
+        options.fill.requestSlack + pagesApplied / 4
+    }
+
     /// Whether a listing slot of the fill stands idle with nothing queued.
     fileprivate func fillHasIdleSlots() -> Bool {
         state.withLock { s in
@@ -347,7 +358,9 @@ extension Filesystem {
     /// Replaces the branch of `listing` by recursive listings of its subfolders, queued first, if
     /// they fit the request budget: the folder's own listing (`folderEntries`) is applied and the
     /// subfolders are planned in one step. Returns whether it did; the branch's listing then stops.
-    fileprivate func splitBranch(_ listing: RecursiveListing, folderEntries: [Metadata], ticket: UInt64) -> Bool {
+    fileprivate func splitBranch(
+        _ listing: RecursiveListing, pagesSoFar: Int, folderEntries: [Metadata], ticket: UInt64
+    ) -> Bool {
         var invalidated: [Invalidation] = []
         defer { invalidations.publish(invalidated) }
         return state.withLock { s in
@@ -356,11 +369,12 @@ extension Filesystem {
                 if case .folder = entry { return count + 1 }
                 return count
             }
-            // Each listing costs about one partial page; the split adds the folder's own listing
-            // and the page of the branch in flight when it stops.
-            let budget = 16 + s.progress.pages / 4
+            // What the split costs beyond the data's pages: the subfolders' listings list again
+            // what the branch's pages so far held, the page in flight when it stops is lost, the
+            // folder's own listing is one more, and each new listing ends with a partial page.
+            let waste = pagesSoFar + 2
             guard subfolderCount > 0, queue.listings + subfolderCount <= options.fill.maxListings,
-                queue.overhead + queue.listings + subfolderCount + 2 <= budget
+                queue.overhead + waste + queue.listings + subfolderCount <= fillBudget(pagesApplied: s.progress.pages)
             else { return false }
             applyFolderListing(listing.top, entries: folderEntries, ticket: ticket, in: &s, invalidations: &invalidated)
             let subfolders = s.tree.children(of: listing.top).filter { s.tree.nodes[Int($0)].kind == .folder }
@@ -369,7 +383,7 @@ extension Filesystem {
                 queue.enqueue(part, first: true)
                 queue.listings += 1
             }
-            queue.overhead += 2
+            queue.overhead += waste
             s.fillQueue = queue
             Log.debug("splitting the listing of \(Log.quoted(s.tree.path(of: listing.top))) into \(subfolders.count)")
             return true

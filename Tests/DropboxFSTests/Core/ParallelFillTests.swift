@@ -139,7 +139,9 @@ extension CoreTests {
             for i in 0..<5 { fake.addFile("/Big/top\(i).txt", size: 1) }
             fake.addFile("/Small/a.txt", size: 1)
             fake.latency = .milliseconds(2)
-            let fs = Self.mount(fake, pageLimit: 5)
+            // A small account: the request budget of a real fill would allow no split here.
+            let fs = Self.mount(
+                fake, fill: FillOptions(parallelism: 4, maxListings: 64, splitAfterPages: 2, requestSlack: 1000), pageLimit: 5)
             fs.startSync()
             defer { fs.stop() }
             #expect(await fs.waitUntilCaughtUp(seconds: 60))

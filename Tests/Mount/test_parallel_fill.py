@@ -1,0 +1,88 @@
+"""The whole-account fill over parallel branches (docs/SEMANTICS.md, "Prefetch"), through the real
+mount and the HTTP fake with the page policy Dropbox is allowed: pages capped far below `limit`,
+stretches of one-entry pages, server time per page. The tree must come out exact, the requests
+within 1.3 times the pages the data needs plus 20, and changes made while the branches are listed
+must end as the account says (adds, deletes, a move across branches, a folder replaced by a file)."""
+
+import math
+import time
+
+from helpers import (
+    compare_records, expected_entries, find_records, list_calls, sync_status, wait_for_fill, wait_until,
+)
+
+
+def listing_requests(fake):
+    routes = fake.stats()["routes"]
+    return list_calls(fake) + routes.get("files/list_folder/get_latest_cursor", 0)
+
+
+def test_capped_pages_fill_the_exact_tree_within_the_request_budget(fake_factory, mount_factory):
+    fake = fake_factory("--synthetic", "6000", "--folders", "600", "--top-folders", "8", "--max-page", "50")
+    tree = fake.tree(hashes=False)
+    m = mount_factory(fake)
+    status = wait_for_fill(m.path, fake, timeout=120)
+    assert status.get("phase") == "watching", status
+    routes = fake.stats()["routes"]
+    # The root alone, then a recursive listing per top-level folder (more after splits).
+    assert routes["files/list_folder"] >= 1 + 8, routes
+    pages_needed = math.ceil(len(tree) / 50)
+    assert listing_requests(fake) <= pages_needed * 1.3 + 20, (pages_needed, routes)
+    compare_records(find_records(m.path), expected_entries(tree))
+
+
+def test_stretches_of_one_entry_pages_lose_nothing(fake_factory, mount_factory):
+    # Every listing's pages 2 to 41 hold one entry each (the stretch is per listing in the fake,
+    # so this one checks the tree, not the request count).
+    fake = fake_factory("--synthetic", "3000", "--folders", "300", "--top-folders", "5",
+                        "--max-page", "80", "--tiny-pages", "2:40", "--adversarial", "shuffle,late-parents")
+    tree = fake.tree(hashes=False)
+    m = mount_factory(fake)
+    status = wait_for_fill(m.path, fake, timeout=120)
+    assert status.get("phase") == "watching", status
+    compare_records(find_records(m.path), expected_entries(tree))
+
+
+def test_one_chain_with_fill_parallel_1(fake_factory, mount_factory):
+    fake = fake_factory("--synthetic", "3000", "--top-folders", "6", "--max-page", "200")
+    tree = fake.tree(hashes=False)
+    m = mount_factory(fake, "--fill-parallel", "1")
+    wait_for_fill(m.path, fake, timeout=120)
+    routes = fake.stats()["routes"]
+    # One recursive listing of the account (and at most the root's own listing, asked by the
+    # mount's first look at the root), no cursor taken first.
+    assert routes["files/list_folder"] <= 2, routes
+    assert routes.get("files/list_folder/get_latest_cursor", 0) <= 1, routes
+    compare_records(find_records(m.path), expected_entries(tree))
+
+
+def test_changes_during_the_fill_end_in_the_account_state(fake_factory, mount_factory):
+    fake = fake_factory("--synthetic", "4000", "--folders", "400", "--top-folders", "6", "--seed", "3")
+    for name in ("Alpha", "Beta"):
+        for i in range(30):
+            fake.add_file(f"/{name}/sub{i % 3}/f{i}.txt", data=b"%d\n" % i)
+    # Slow pages (about 0.5 s each way for the whole fill): the changes land while branches list.
+    fake.config(latency_ms=20, page_cost_ms_per_1000=200, max_page=100)
+    m = mount_factory(fake)
+    wait_until(lambda: int(sync_status(m.path).get("pages", 0)) >= 3, timeout=30,
+               message="the fill to be under way")
+    assert sync_status(m.path)["phase"] == "filling", "the fill ended before the changes: the test proves nothing"
+    fake.move("/Beta/sub1", "/Alpha/from-beta")
+    fake.delete("/Beta/sub2")
+    fake.add_file("/Beta/sub2", data=b"now a file\n")
+    fake.add_file("/Alpha/sub0/new.txt", data=b"new\n")
+    fake.delete("/Alpha/sub0/f0.txt")
+    fake.add_file("/late-top/x.txt", data=b"x\n")
+    status = wait_for_fill(m.path, fake, timeout=120)
+    assert status.get("phase") == "watching", status
+    # The watcher's first longpoll may still be catching up with the last change: poll the result.
+    want = expected_entries(fake.tree(hashes=False))
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            compare_records(find_records(m.path), want)
+            break
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
