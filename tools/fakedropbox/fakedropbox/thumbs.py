@@ -28,6 +28,7 @@ SIZES = {"w32h32": (32, 32), "w64h64": (64, 64), "w128h128": (128, 128),
          "w960h640": (960, 640), "w1024h768": (1024, 768), "w2048h1536": (2048, 1536)}
 MODES = ("strict", "bestfit", "fitone_bestfit", "original")
 SNIFF_BYTES = 128 * 1024              # header bytes read to find a real image's size
+MAX_SIDE = 4096                       # the fake's own cap on a thumbnail's sides
 GRID = 4
 
 
@@ -83,7 +84,8 @@ def fitted(w, h, box, mode):
     """The thumbnail's size for a w x h photo, a (bw, bh) box and a mode (Dropbox's words):
     strict: scale down to fit within the box; bestfit: to fit within the box or its
     transpose (the larger result); fitone_bestfit: to cover the box or its transpose (the
-    smaller result), not cropped; original: not resized.  Never scaled up; aspect kept."""
+    smaller result), not cropped; original: not resized.  Never scaled up; aspect kept;
+    no side over MAX_SIDE (only 'original' or extreme aspect ratios reach it)."""
     bw, bh = box
     if mode == "original":
         s = 1.0
@@ -93,7 +95,7 @@ def fitted(w, h, box, mode):
         s = max(min(bw / w, bh / h), min(bh / w, bw / h))
     else:
         s = min(max(bw / w, bh / h), max(bh / w, bw / h))
-    s = min(s, 1.0)
+    s = min(s, 1.0, MAX_SIDE / max(w, h))
     return max(1, int(w * s + 0.5)), max(1, int(h * s + 0.5))
 
 

@@ -309,6 +309,12 @@ def test_never_scaled_up_and_original(fd):
         {"path": "/small.png", "format": "png", "mode": "original"}]))
     assert [check_png(image_of(e))[:2] for e in got] == [(40, 30), (40, 30), (1, 64), (128, 85),
                                                          (40, 30)]
+    # The fake's own cap: no side over 4096 pixels, whatever the mode.
+    fd.add_file("/wide.gif", b"GIF89a" + struct.pack("<HH", 60000, 30) + b"\x00" * 20)
+    got = ok_entries(batch(fd, [{"path": "/wide.gif", "format": f, "size": "w2048h1536", "mode": m}
+                                for f, m in (("png", "original"), ("webp", "fitone_bestfit"))]))
+    assert check_png(image_of(got[0]))[:2] == (4096, 2)
+    assert check_webp(image_of(got[1])) == (4096, 2)
 
 
 def test_real_jpeg_header_gives_the_size(fd):
