@@ -148,6 +148,8 @@ public final class Filesystem: Sendable {
     let invalidations: InvalidationPublisher
     /// Open files and their bytes; guarded by its own lock, never taken while `state` is held.
     let reader: FileReader
+    /// Open handles on exported documents (Exports.swift); its own lock, like the reader's.
+    let exports = ExportedDocuments()
 
     /// `restoring`: a tree read back from `options.store`, served at once and caught up from its
     /// cursor. `connectivity`: offline from the start when the mount could not reach Dropbox.

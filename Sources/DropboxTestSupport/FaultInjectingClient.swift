@@ -152,6 +152,11 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         return result
     }
 
+    public func export(path: String) async throws(DropboxError) -> ExportResult {
+        try await admit(.export)
+        return try await base.export(path: path)
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await admit(.getCurrentAccount)
         return try await base.getCurrentAccount()

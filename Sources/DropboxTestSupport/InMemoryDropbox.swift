@@ -243,6 +243,11 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         return try store.withLock { $0.download(path: path, range: range) }.get()
     }
 
+    public func export(path: String) async throws(DropboxError) -> ExportResult {
+        try await enter(.export)
+        return try store.withLock { $0.export(path: path) }.get()
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await enter(.getCurrentAccount)
         return account

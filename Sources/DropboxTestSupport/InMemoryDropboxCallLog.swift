@@ -12,6 +12,7 @@ public enum DropboxMethod: String, Sendable, Hashable, CaseIterable {
     case listFolderLongpoll = "list_folder/longpoll"
     case getMetadata = "get_metadata"
     case download = "download"
+    case export = "export"
     case getCurrentAccount = "get_current_account"
     case getSpaceUsage = "get_space_usage"
 }

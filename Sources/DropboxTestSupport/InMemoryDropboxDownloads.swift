@@ -35,6 +35,38 @@ extension InMemoryDropboxStore {
         return .success(DownloadResult(metadata: file, data: content.slice(offset: range.offset, length: range.length)))
     }
 
+    /// files/export of an export-only file: a document in its `export_as` format, made from the
+    /// revision's content so a new revision exports differently; files that can be downloaded are
+    /// `non_exportable`, as Dropbox answers.
+    func export(path: String) -> Result<ExportResult, DropboxError> {
+        let found: StoredRevision
+        switch revision(at: path) {
+        case .success(let revision): found = revision
+        case .failure(let error): return .failure(error)
+        }
+        let file = found.metadata
+        guard !file.isDownloadable, let format = file.exportAs else {
+            return .failure(.routeError(summary: "non_exportable/"))
+        }
+        let data = Self.exportedBytes(name: file.name, rev: file.rev, format: format, content: found.content)
+        let base = file.name.split(separator: ".", omittingEmptySubsequences: false).dropLast().joined(separator: ".")
+        return .success(
+            ExportResult(name: (base.isEmpty ? file.name : base) + "." + format, size: UInt64(data.count), rev: file.rev, data: data))
+    }
+
+    /// The bytes an export gives: a heading with the name, format and revision, then a body
+    /// derived from the stored content (so exports of different revisions differ).
+    static func exportedBytes(name: String, rev: String, format: String, content: FileContent) -> [UInt8] {
+        var out = Array("# \(name)\n\nexported as \(format) from revision \(rev)\n\n".utf8)
+        let sample = content.slice(offset: 0, length: min(content.size, 3000))
+        for (i, byte) in sample.enumerated() {
+            out.append(UInt8(ascii: "a") + byte % 26)
+            if i % 60 == 59 { out.append(UInt8(ascii: "\n")) }
+        }
+        out.append(UInt8(ascii: "\n"))
+        return out
+    }
+
     /// The file revision a download path names: a stored revision, or the current one of a file.
     private func revision(at path: String) -> Result<StoredRevision, DropboxError> {
         let key: String

@@ -1,6 +1,7 @@
 // open, read, release and the extended-attribute calls. Reads run in a Task and reply from there,
 // so a FUSE thread never waits for a download; an interrupted read answers EINTR. open and the
-// extended attributes are answered from memory. Opening for writing (or with O_TRUNC) answers EROFS.
+// extended attributes are answered from memory, except the open of an export-only document, which
+// exports it first (from a Task). Opening for writing (or with O_TRUNC) answers EROFS.
 
 import CFuse
 import DropboxFS
@@ -16,21 +17,35 @@ enum FileOperations {
             request.fail(.readOnly)
             return
         }
+        let core = request.filesystem.core
         do {
-            let opened = try request.filesystem.core.openFile(ino)
-            var reply = info.value
-            reply.fh = opened.handle
-            // The page cache is per inode while a handle is pinned to one revision: keep it only
-            // when it holds this revision, and bypass it while another revision is open.
-            switch opened.pageCache {
-            case .keep: reply.keep_cache = 1
-            case .drop: reply.keep_cache = 0
-            case .bypass: reply.direct_io = 1
+            replyOpen(request, info: info, opened: try core.openFile(ino))
+        } catch .notDownloadable {
+            // An export-only document: exported now, from a task (Exports.swift).
+            request.later { request in
+                do {
+                    replyOpen(request, info: info, opened: try await core.openExport(ino))
+                } catch {
+                    request.fail(error)
+                }
             }
-            request.open(reply)
         } catch {
             request.fail(error)
         }
+    }
+
+    private static func replyOpen(_ request: FUSERequest, info: FileInfo, opened: OpenedFile) {
+        var reply = info.value
+        reply.fh = opened.handle
+        // The page cache is per inode while a handle is pinned to one revision: keep it only
+        // when it holds this revision, and bypass it while another revision is open (and for
+        // exports, whose size the kernel does not know yet).
+        switch opened.pageCache {
+        case .keep: reply.keep_cache = 1
+        case .drop: reply.keep_cache = 0
+        case .bypass: reply.direct_io = 1
+        }
+        request.open(reply)
     }
 
     static func read(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, handle: UInt64) {

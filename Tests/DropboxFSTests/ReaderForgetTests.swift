@@ -34,13 +34,15 @@ import Testing
         #expect(Self.keptInodes(fixture).pageCache == 0)
     }
 
-    @Test func theExportOnlyWarningIsKeptWhileTheKernelHoldsTheInode() async throws {
+    @Test func theExportFailureWarningIsKeptWhileTheKernelHoldsTheInode() async throws {
         LogCapture.start()
         let fixture = ReaderFixture()
         fixture.fake.addNonDownloadable("/forget-warning/Plan.paper", exportAs: "markdown", size: 10)
+        fixture.faults.failNext(.export, with: .routeError(summary: "non_exportable/"), count: 2)
         let inode = try await fixture.inode("/forget-warning/Plan.paper")
-        #expect(throws: FilesystemError.notDownloadable) { try fixture.fs.openFile(inode) }
-        #expect(throws: FilesystemError.notDownloadable) { try fixture.fs.openFile(inode) }
+        for _ in 0..<2 {
+            await #expect(throws: FilesystemError.notDownloadable) { try await fixture.fs.openExport(inode) }
+        }
         #expect(Self.keptInodes(fixture).warned == 1)
         #expect(LogCapture.lines(containing: "/forget-warning/Plan.paper").count == 1)
         fixture.fs.forget(inode, count: 1)

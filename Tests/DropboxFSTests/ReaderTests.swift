@@ -371,6 +371,10 @@ final class RecordingClient: DropboxClient, Sendable {
         try await base.getMetadata(path: path)
     }
 
+    func export(path: String) async throws(DropboxError) -> ExportResult {
+        try await base.export(path: path)
+    }
+
     func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await base.getCurrentAccount()
     }

@@ -136,19 +136,42 @@ def test_a_file_changed_while_open_never_mixes_versions(fake_factory, mount_fact
         assert os.pread(f.fileno(), MiB, 0) == old[:MiB]
 
 
-def test_export_only_documents_fail_with_eacces(fake_factory, mount_factory):
+def exported(fake, path):
+    r = fake.download(path, route="files/export")
+    assert r.status == 200, r.text()
+    return r.body
+
+
+def test_export_only_documents_read_as_their_export(fake_factory, mount_factory, tmp_path):
+    """An export-only document (Paper, Google Docs) reads as Dropbox's export of it, whole and
+    byte-exact with cat and cp, whatever size the listing gave; stat then shows the export's size;
+    a new revision reads as its own export (docs/SEMANTICS.md, "Export-only documents")."""
     fake = fake_factory()
     fake.add_file("/Notes/Plan.paper", export_as="markdown")
+    fake.add_file("/Notes/Sheet.gsheet", export_as="xlsx", size=3)
     fake.add_file("/Notes/plain.txt", b"plain\n")
     m = mount_factory(fake)
-    assert sorted(os.listdir(f"{m.path}/Notes")) == ["Plan.paper", "plain.txt"]
+    assert sorted(os.listdir(f"{m.path}/Notes")) == ["Plan.paper", "Sheet.gsheet", "plain.txt"]
+    want = exported(fake, "/Notes/Plan.paper")
+    assert len(want) > 0
     r = run("cat", f"{m.path}/Notes/Plan.paper", env=c_locale())
-    assert r.returncode != 0
-    assert b"Permission denied" in r.stderr
-    assert r.stdout == b""
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == want
+    assert os.stat(f"{m.path}/Notes/Plan.paper").st_size == len(want)
+    # The listed size (3 bytes) must not cut the export short.
+    copy = tmp_path / "Sheet.xlsx"
+    assert run("cp", f"{m.path}/Notes/Sheet.gsheet", str(copy)).returncode == 0
+    assert copy.read_bytes() == exported(fake, "/Notes/Sheet.gsheet")
     assert open(f"{m.path}/Notes/plain.txt", "rb").read() == b"plain\n"
-    assert "Plan.paper" in m.log_text()
     assert fake.stats()["routes"].get("files/download", 0) == 1
+    assert fake.stats()["routes"].get("files/export", 0) >= 2
+
+    # A new revision: the watcher sees it, the name leads to a new inode, read as its own export.
+    fake.add_file("/Notes/Plan.paper", export_as="markdown", size=4321)
+    newer = exported(fake, "/Notes/Plan.paper")
+    assert newer != want
+    wait_until(lambda: read_file(f"{m.path}/Notes/Plan.paper") == newer, timeout=30,
+               message="the new revision's export")
 
 
 def test_opening_for_writing_fails_with_erofs(fake_factory, mount_factory):

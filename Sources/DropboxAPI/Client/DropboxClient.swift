@@ -29,6 +29,23 @@ public struct DownloadResult: Sendable, Equatable {
     }
 }
 
+/// What files/export returns: the document converted to its export format.
+public struct ExportResult: Sendable, Equatable {
+    /// The exported file's name (with the format's extension) and size.
+    public var name: String
+    public var size: UInt64
+    /// The revision exported, when the server says (`file_metadata`).
+    public var rev: String?
+    public var data: [UInt8]
+
+    public init(name: String, size: UInt64, rev: String?, data: [UInt8]) {
+        self.name = name
+        self.size = size
+        self.rev = rev
+        self.data = data
+    }
+}
+
 public protocol DropboxClient: Sendable {
     func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult
     func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult
@@ -50,6 +67,9 @@ public protocol DropboxClient: Sendable {
     /// came over: the reader asks for this when it downloads a file again after a content_hash
     /// mismatch). Clients without connections just download.
     func download(path: String, range: ByteRange?, freshConnection: Bool) async throws(DropboxError) -> DownloadResult
+    /// files/export of an export-only document (Paper, Google Docs) in its default export format.
+    /// `path` is "/a/b" or "id:...".
+    func export(path: String) async throws(DropboxError) -> ExportResult
     func getCurrentAccount() async throws(DropboxError) -> FullAccount
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage
 }

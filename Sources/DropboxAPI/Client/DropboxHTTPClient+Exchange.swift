@@ -87,6 +87,39 @@ extension DropboxHTTPClient {
         }
     }
 
+    /// files/export: the whole exported document, its name and size from `Dropbox-API-Result`
+    /// (`export_metadata`, and `file_metadata` for the revision).
+    func contentExport(_ route: String, _ arg: some Encodable) async throws(DropboxError) -> ExportResult {
+        let argHeader = try ArgEncoding.headerJSON(arg)
+        return try await authorized(route) { token throws(DropboxError) in
+            var headers = HTTPHeaders()
+            headers.add("Authorization", "Bearer \(token)")
+            headers.add("Dropbox-API-Arg", argHeader)
+            headers.add("Content-Type", "application/octet-stream")
+            if let pathRoot = self.pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
+            let request = HTTPRequest(
+                method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
+                timeouts: self.configuration.downloadTimeouts(length: nil), maxBodyBytes: Self.exportBodyLimit)
+            let response = try await self.exchange(request)
+            guard let resultHeader = response.headers["Dropbox-API-Result"] else {
+                throw .malformedResponse("\(route): the reply has no Dropbox-API-Result header")
+            }
+            let result = try Self.decode(ExportReply.self, from: Array(resultHeader.utf8), route: route)
+            guard UInt64(response.body.count) == result.exportMetadata.size ?? UInt64(response.body.count) else {
+                throw .transport(
+                    TransportError(
+                        kind: .connectionLost,
+                        message: "\(route): got \(response.body.count) of \(result.exportMetadata.size ?? 0) bytes"))
+            }
+            return ExportResult(
+                name: result.exportMetadata.name, size: UInt64(response.body.count), rev: result.fileMetadata?.rev,
+                data: response.body)
+        }
+    }
+
+    /// The largest export accepted (exports are held in memory while a handle is open).
+    static let exportBodyLimit = 256 << 20
+
     /// Reply bytes a ranged download may hold beyond its length (an error body, a server that
     /// sends the whole of a small file).
     static let downloadBodySlack = 64 * 1024

@@ -103,6 +103,10 @@ public final class DropboxHTTPClient: DropboxClient {
         try await contentDownload("files/download", PathArg(path: path), range: range, freshConnection: freshConnection)
     }
 
+    public func export(path: String) async throws(DropboxError) -> ExportResult {
+        try await contentExport("files/export", PathArg(path: path))
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await rpc("users/get_current_account")
     }

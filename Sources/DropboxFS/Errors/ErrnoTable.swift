@@ -38,6 +38,9 @@ extension FilesystemError {
         case .lookup(.notFolder): self = .notADirectory
         case .lookup(.notFile): self = .isADirectory
         case .unsupportedFile: self = .notDownloadable
+        // files/export of something Dropbox cannot convert.
+        case .routeError(let summary) where summary.hasPrefix("non_exportable") || summary.hasPrefix("invalid_export_format"):
+            self = .notDownloadable
         case .authentication(let failure): self = .accessDenied(DropboxError.authentication(failure).description)
         case .accessDenied: self = .accessDenied(error.description)
         case .transport(let failure) where failure.kind == .offline || failure.kind == .couldNotConnect: self = .offline

@@ -103,10 +103,11 @@ final class FileReader: Sendable {
     }
 
     /// Logs once per inode (while the kernel holds it) that an export-only document cannot be read.
-    func warnNotDownloadable(inode: UInt64, path: String) {
+    /// Logs, once per inode while the kernel holds it, that an export-only document could not be
+    /// exported (Exports.swift).
+    func warnNotExported(inode: UInt64, path: String, because error: DropboxError) {
         guard state.withLock({ $0.warnedNotDownloadable.insert(inode).inserted }) else { return }
-        Log.warning(
-            "\(path): Dropbox can only export this document (Paper, Google Docs, ...), not download it; opening it fails with EACCES")
+        Log.warning("\(path): Dropbox could not export this document (\(error)); opening it fails")
     }
 
     // MARK: read

@@ -1,6 +1,7 @@
 // Open files, as the FUSE adapter sees them: open pins the revision the tree holds now, read
-// answers from that revision only (FileReader), release forgets the handle. Folders, symlinks and
-// export-only documents cannot be opened; writes are refused by the adapter (EROFS).
+// answers from that revision only (FileReader), release forgets the handle. Export-only documents
+// open through `openExport` (Exports.swift); folders and symlinks cannot be opened; writes are
+// refused by the adapter (EROFS).
 
 import DropboxAPI
 
@@ -27,20 +28,25 @@ extension Filesystem {
         switch opening {
         case .file(let file):
             return reader.open(file)
-        case .exportOnly(let path):
-            reader.warnNotDownloadable(inode: inode, path: path)
+        case .exportOnly:
+            // Not an error for the caller to show: open it with `openExport` (Exports.swift).
             throw .notDownloadable
         }
     }
 
-    /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to: fewer only
-    /// at the end of the file.
+    /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to (or from the
+    /// export it holds): fewer only at the end of the file.
     public func read(handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
-        try await reader.read(handle, offset: offset, size: size)
+        if exports.owns(handle) { return try exports.read(handle, offset: offset, size: size) }
+        return try await reader.read(handle, offset: offset, size: size)
     }
 
     public func releaseFile(handle: UInt64) {
-        reader.release(handle)
+        if exports.owns(handle) {
+            exports.release(handle)
+        } else {
+            reader.release(handle)
+        }
     }
 
     /// Waits until the disk cache writes queued so far (and the commits they trigger) are done;

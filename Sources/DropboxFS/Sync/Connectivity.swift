@@ -164,6 +164,10 @@ struct ConnectivityGate: DropboxClient {
         }
     }
 
+    func export(path: String) async throws(DropboxError) -> ExportResult {
+        try await pass { () async throws(DropboxError) in try await client.export(path: path) }
+    }
+
     func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await pass { () async throws(DropboxError) in try await client.getCurrentAccount() }
     }

@@ -74,6 +74,6 @@ extension Filesystem {
         }
         // What a long-running mount keeps (docs/SEMANTICS.md): these must come back to a plateau.
         let kept = reader.keptCounts()
-        return line + " records=\(records) open_handles=\(kept.handles) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
+        return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
     }
 }

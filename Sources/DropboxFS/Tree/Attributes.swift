@@ -42,7 +42,19 @@ extension MetadataTree {
     func attributes(of index: UInt32, ownership: Ownership) -> FileAttributes {
         var attributes = nodes[Int(index)].attributes(inode: index, ownership: ownership)
         if attributes.kind == .folder { attributes.timeNanoseconds = stamp(of: index) % 1_000_000_000 }
+        if let exported = exportedSizes[index], exported.rev == nodes[Int(index)].rev {
+            attributes.size = exported.size
+            attributes.blocks = exported.size / 512 + (exported.size % 512 == 0 ? 0 : 1)
+        }
         return attributes
+    }
+
+    /// Records the size of `index`'s export for revision `rev`; returns whether the reported size
+    /// changed (the kernel's attributes must then be invalidated).
+    mutating func noteExportedSize(_ index: UInt32, rev: String, size: UInt64) -> Bool {
+        let before = attributes(of: index, ownership: Ownership(uid: 0, gid: 0)).size
+        exportedSizes[index] = (rev, size)
+        return before != size
     }
 }
 

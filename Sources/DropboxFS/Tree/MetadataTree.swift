@@ -42,6 +42,9 @@ struct MetadataTree {
     /// Slots of released folders; reused for new folders.
     private var freeFolderSlots: [UInt32] = []
     internal(set) var symlinkTargets: [UInt32: String] = [:]
+    /// The size of an export-only document's export, once exported, with the revision it is of
+    /// (Reader/Exports.swift): reported instead of the size Dropbox lists for that revision.
+    var exportedSizes: [UInt32: (rev: String, size: UInt64)] = [:]
     /// Indices of detached nodes whose records were released, reused for new entries oldest
     /// first (from `freeHead` on), so a released node keeps its name and parent as long as
     /// possible: a folder listing read in pieces resumes after such a node by its name.
@@ -503,6 +506,7 @@ struct MetadataTree {
         released.generation = old.generation
         nodes[Int(index)] = released
         symlinkTargets[index] = nil
+        exportedSizes[index] = nil
         freeList.append(index)
     }
 }

@@ -354,6 +354,7 @@ extension CoreTests {
         func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
             try await base.download(path: path, range: range)
         }
+        func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
         func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
         func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
     }
@@ -439,6 +440,7 @@ extension CoreTests {
         func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
             try await base.download(path: path, range: range)
         }
+        func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
         func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
         func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
     }

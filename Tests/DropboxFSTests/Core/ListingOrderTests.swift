@@ -291,6 +291,7 @@ final class ScriptedListingClient: DropboxClient, Sendable {
 
     func getMetadata(path: String) async throws(DropboxError) -> Metadata { throw .lookup(.notFound) }
     func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult { throw .lookup(.notFound) }
+    func export(path: String) async throws(DropboxError) -> ExportResult { throw .lookup(.notFound) }
     func getCurrentAccount() async throws(DropboxError) -> FullAccount { InMemoryDropbox.defaultAccount }
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { SpaceUsage(used: 0, allocation: .individual(allocated: 1)) }
 }
