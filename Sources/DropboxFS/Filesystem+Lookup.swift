@@ -31,7 +31,9 @@ extension Filesystem {
             case .found(let attributes): return attributes
             case .notFound: throw .notFound
             case .needsListing:
-                try await ensureListed(parentIndex)
+                // A lookup is someone opening a path (`cat a/b/c`): it does not wait for the
+                // fill, one folder listing per level answers it in a round trip each.
+                try await ensureListed(parentIndex, waitForFill: false)
                 listed = true
             }
         }

@@ -10,13 +10,15 @@
 import DropboxAPI
 
 extension Filesystem {
-    /// Returns once `folder` holds a complete, fresh listing.
-    func ensureListed(_ folder: UInt32) async throws(FilesystemError) {
+    /// Returns once `folder` holds a complete, fresh listing. `waitForFill`: a recursive listing
+    /// that will fill the folder is waited for a little first (a walk's readdir); a lookup of a
+    /// name the fill has not brought yet lists the folder at once instead.
+    func ensureListed(_ folder: UInt32, waitForFill: Bool = true) async throws(FilesystemError) {
         // A recursive listing that will fill this folder is usually quicker than a request per
         // folder for a walk; wait a little for it before listing the folder by itself. One that
         // ends without filling it (a branch the fill split) may leave others that will: wait for
         // those too, within the same time.
-        let deadline = options.monotonicNow() + options.prefetchWait
+        let deadline = options.monotonicNow() + (waitForFill ? options.prefetchWait : 0)
         while true {
             let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
                 guard let node = s.tree.node(folder) else { throw .stale }

@@ -173,6 +173,29 @@ extension CoreTests {
             #expect(fake.listFolderArgs.map { "\($0.path) \($0.recursive)" } == [" false", "\(folderId) false"])
         }
 
+        /// SEMANTICS: a lookup (someone opening a path) does not wait for the fill: each folder on
+        /// the path the fill has not brought yet is listed alone at once.
+        @Test func aLookupDoesNotWaitForTheFill() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/F/G/a.txt", size: 3)
+            let gated = GatedClient(fake)
+            let whole = GatedClient.Call(listing: .init(path: "", recursive: true), page: 0)
+            gated.hold(whole)
+            let fs = Filesystem(client: gated, options: options(prefetch: true, prefetchWait: 30, subtreeListingAfter: 1_000))
+            fs.startSync()
+            defer {
+                fs.stop()
+                gated.release(whole)
+            }
+            try await waitUntil("the fill started") { gated.hasArrived(whole) }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let a = try await inode(fs, "/F/G/a.txt")
+            #expect(clock.now - start < .seconds(10), "a 30 s wait for the fill would show here")
+            #expect(try fs.attributes(of: a).size == 3)
+            #expect(fake.listFolderArgs.filter { !$0.recursive }.count == 3, "the root, F and G, each alone")
+        }
+
         @Test func aRequestCoveredByAFillThatEndsMeanwhileMakesNoRequest() async throws {
             let fake = InMemoryDropbox()
             fake.addFile("/F/a", size: 1)
