@@ -64,11 +64,7 @@ extension DropboxHTTPClient {
     ) async throws(DropboxError) -> DownloadResult {
         let argHeader = try ArgEncoding.headerJSON(arg)
         return try await authorized(route) { token throws(DropboxError) in
-            var headers = HTTPHeaders()
-            headers.add("Authorization", "Bearer \(token)")
-            headers.add("Dropbox-API-Arg", argHeader)
-            headers.add("Content-Type", "application/octet-stream")
-            if let pathRoot = self.pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
+            var headers = self.contentHeaders(token: token, arg: argHeader)
             if let range { headers.add("Range", range.headerValue) }
             // A part never holds more than it asked for (plus room for an error body): a 200 with
             // the whole file to a ranged request must not take memory outside the reader's cap.
@@ -92,11 +88,7 @@ extension DropboxHTTPClient {
     func contentExport(_ route: String, _ arg: some Encodable) async throws(DropboxError) -> ExportResult {
         let argHeader = try ArgEncoding.headerJSON(arg)
         return try await authorized(route) { token throws(DropboxError) in
-            var headers = HTTPHeaders()
-            headers.add("Authorization", "Bearer \(token)")
-            headers.add("Dropbox-API-Arg", argHeader)
-            headers.add("Content-Type", "application/octet-stream")
-            if let pathRoot = self.pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
+            let headers = self.contentHeaders(token: token, arg: argHeader)
             let request = HTTPRequest(
                 method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
                 timeouts: self.configuration.downloadTimeouts(length: nil), maxBodyBytes: Self.exportBodyLimit)
@@ -115,6 +107,16 @@ extension DropboxHTTPClient {
                 name: result.exportMetadata.name, size: UInt64(response.body.count), rev: result.fileMetadata?.rev,
                 data: response.body)
         }
+    }
+
+    /// The headers of a content-host call whose argument travels in `Dropbox-API-Arg`.
+    private func contentHeaders(token: String, arg: String) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add("Authorization", "Bearer \(token)")
+        headers.add("Dropbox-API-Arg", arg)
+        headers.add("Content-Type", "application/octet-stream")
+        if let pathRoot = pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
+        return headers
     }
 
     /// The largest export accepted (exports are held in memory while a handle is open).
