@@ -8,7 +8,8 @@
 // 2. The root's own entries are listed by themselves (not recursive).
 // 3. Each top-level folder is listed recursively, at most `parallelism` listings in flight, the
 //    others queued (a request waiting for a queued branch moves it to the front). A branch still
-//    listing after `splitAfterPages` pages while listing slots stand idle is split: its folder is
+//    listing after `splitAfterPages` pages while fewer than two branches per slot are left is
+//    split: its folder is
 //    listed by itself and, if its subfolders fit the request budget, the branch's listing stops
 //    and each subfolder is listed recursively instead. What the stopped listing applied stays; the
 //    newer listings confirm or remove it (MetadataTree.completeSubtree, by epoch).
@@ -35,7 +36,8 @@ public struct FillOptions: Sendable, Equatable {
     public var parallelism: Int
     /// Most recursive listings one fill starts (top-level branches and the parts of split ones).
     public var maxListings: Int
-    /// A branch still listing after this many pages, while listing slots are idle, is split.
+    /// A branch still listing after this many pages, while fewer than two branches per listing
+    /// slot are left (queued or running), is split.
     public var splitAfterPages: Int
     /// Requests beyond the data's pages a fill may spend on listing in parallel, besides a quarter
     /// of the pages applied (the target is at most 1.3 times the pages the data needs, plus 20).
@@ -302,7 +304,7 @@ private final class BranchSplitter {
         case .done:
             return false
         case .listing:
-            guard pages >= filesystem.options.fill.splitAfterPages, filesystem.fillHasIdleSlots() else { return false }
+            guard pages >= filesystem.options.fill.splitAfterPages, filesystem.fillWantsMoreBranches() else { return false }
             let filesystem = self.filesystem
             let folder = listing.top
             let probe = self.probe
@@ -347,11 +349,13 @@ extension Filesystem {
         options.fill.requestSlack + pagesApplied / 4
     }
 
-    /// Whether a listing slot of the fill stands idle with nothing queued.
-    fileprivate func fillHasIdleSlots() -> Bool {
+    /// Whether the fill is running short of branches to keep its listing slots busy: fewer than
+    /// two per slot left, queued or running. A big branch is best split early, while few of its
+    /// pages would be listed again.
+    fileprivate func fillWantsMoreBranches() -> Bool {
         state.withLock { s in
             guard let queue = s.fillQueue else { return false }
-            return queue.waiting.isEmpty && queue.running < options.fill.parallelism
+            return queue.waiting.count + queue.running < 2 * options.fill.parallelism
         }
     }
 
