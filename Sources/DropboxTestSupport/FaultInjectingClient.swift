@@ -157,6 +157,13 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         return try await base.export(path: path)
     }
 
+    public func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
+        -> [Result<[UInt8], ThumbnailFailure>]
+    {
+        try await admit(.getThumbnailBatch)
+        return try await base.getThumbnailBatch(entries)
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await admit(.getCurrentAccount)
         return try await base.getCurrentAccount()

@@ -12,13 +12,14 @@ import Synchronization
 public final class InMemoryDropbox: DropboxClient, Sendable {
     /// Guards the account: entries, ids, revisions, the change journal and listing snapshots.
     private let store: Mutex<InMemoryDropboxStore>
-    /// Guards the test bookkeeping and knobs: call counts, recorded list_folder arguments, latency,
-    /// the longpoll time scale, the account and its allocation.
+    /// Guards the test bookkeeping and knobs: call counts, recorded list_folder arguments and
+    /// thumbnail batches, latency, the longpoll time scale, the account and its allocation.
     private let bookkeeping: Mutex<Bookkeeping>
 
     private struct Bookkeeping {
         var calls = CallLog()
         var listFolderArgs: [ListFolderArg] = []
+        var thumbnailBatches: [[ThumbnailArg]] = []
         var latency: Duration = .zero
         var longpollSecond: Duration = .seconds(1)
         var account: FullAccount
@@ -159,12 +160,18 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         bookkeeping.withLock { $0.calls.count(method) }
     }
 
-    /// Forgets the call counts and recorded list_folder arguments.
+    /// Forgets the call counts and recorded list_folder arguments and thumbnail batches.
     public func resetCalls() {
         bookkeeping.withLock { state in
             state.calls = CallLog()
             state.listFolderArgs = []
+            state.thumbnailBatches = []
         }
+    }
+
+    /// The entries of every get_thumbnail_batch call, in order.
+    public var thumbnailBatches: [[ThumbnailArg]] {
+        bookkeeping.withLock { $0.thumbnailBatches }
     }
 
     /// The argument of every list_folder call, in order.
@@ -246,6 +253,17 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
     public func export(path: String) async throws(DropboxError) -> ExportResult {
         try await enter(.export)
         return try store.withLock { $0.export(path: path) }.get()
+    }
+
+    /// Answers each entry alone (InMemoryDropboxThumbnails.swift); more than 25 entries is the
+    /// route's `too_many_files` error.
+    public func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
+        -> [Result<[UInt8], ThumbnailFailure>]
+    {
+        try await enter(.getThumbnailBatch)
+        bookkeeping.withLock { $0.thumbnailBatches.append(entries) }
+        guard entries.count <= ThumbnailArg.batchLimit else { throw .routeError(summary: "too_many_files/") }
+        return store.withLock { state in entries.map { state.thumbnail($0) } }
     }
 
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {

@@ -13,6 +13,7 @@ public enum DropboxMethod: String, Sendable, Hashable, CaseIterable {
     case getMetadata = "get_metadata"
     case download = "download"
     case export = "export"
+    case getThumbnailBatch = "get_thumbnail_batch"
     case getCurrentAccount = "get_current_account"
     case getSpaceUsage = "get_space_usage"
 }

@@ -68,7 +68,7 @@ extension InMemoryDropboxStore {
     }
 
     /// The file revision a download path names: a stored revision, or the current one of a file.
-    private func revision(at path: String) -> Result<StoredRevision, DropboxError> {
+    func revision(at path: String) -> Result<StoredRevision, DropboxError> {
         let key: String
         switch DropboxPath.parse(path, folding: folding) {
         case .failure(let error): return .failure(error)

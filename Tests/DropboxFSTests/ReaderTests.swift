@@ -377,6 +377,10 @@ final class RecordingClient: DropboxClient, Sendable {
         try await base.export(path: path)
     }
 
+    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
+        try await base.getThumbnailBatch(entries)
+    }
+
     func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await base.getCurrentAccount()
     }

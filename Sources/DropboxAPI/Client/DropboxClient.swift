@@ -70,6 +70,9 @@ public protocol DropboxClient: Sendable {
     /// files/export of an export-only document (Paper, Google Docs) in its default export format.
     /// `path` is "/a/b" or "id:...".
     func export(path: String) async throws(DropboxError) -> ExportResult
+    /// files/get_thumbnail_batch: at most `ThumbnailArg.batchLimit` images, one result per entry in
+    /// order (an entry Dropbox cannot thumbnail fails alone); a failure of the whole request throws.
+    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>]
     func getCurrentAccount() async throws(DropboxError) -> FullAccount
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage
 }

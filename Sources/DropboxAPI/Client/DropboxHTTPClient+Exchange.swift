@@ -6,18 +6,29 @@
 import Foundation
 
 extension DropboxHTTPClient {
+    /// Where an RPC route is served: the API host, or the content host (get_thumbnail_batch is an
+    /// RPC-style route on the content host).
+    enum RPCHost {
+        case api, content
+    }
+
     /// An RPC route taking `arg` as its JSON body.
-    func rpc<Result: Decodable>(_ route: String, _ arg: some Encodable) async throws(DropboxError) -> Result {
-        try await rpc(route, arg) { (body, route) throws(DropboxError) in try Self.decode(Result.self, from: body, route: route) }
+    func rpc<Result: Decodable>(
+        _ route: String, _ arg: some Encodable, host: RPCHost = .api
+    ) async throws(DropboxError) -> Result {
+        try await rpc(route, arg, host: host) { (body, route) throws(DropboxError) in
+            try Self.decode(Result.self, from: body, route: route)
+        }
     }
 
     /// An RPC route taking `arg` as its JSON body, its reply decoded by `decode`.
     func rpc<Result>(
-        _ route: String, _ arg: some Encodable, decode: ([UInt8], String) throws(DropboxError) -> Result
+        _ route: String, _ arg: some Encodable, host: RPCHost = .api,
+        decode: ([UInt8], String) throws(DropboxError) -> Result
     ) async throws(DropboxError) -> Result {
         let body = try Self.json(arg)
         return try await authorized(route) { token throws(DropboxError) in
-            let response = try await self.exchange(self.rpcRequest(route, body: body, token: token))
+            let response = try await self.exchange(self.rpcRequest(route, body: body, token: token, host: host))
             return try decode(response.body, route)
         }
     }
@@ -152,13 +163,14 @@ extension DropboxHTTPClient {
         return response
     }
 
-    func rpcRequest(_ route: String, body: [UInt8], token: String) -> HTTPRequest {
+    func rpcRequest(_ route: String, body: [UInt8], token: String, host: RPCHost = .api) -> HTTPRequest {
         var headers = HTTPHeaders()
         headers.add("Authorization", "Bearer \(token)")
         headers.add("Content-Type", "application/json")
         if let pathRoot = pathRootHeader { headers.add("Dropbox-API-Path-Root", pathRoot) }
         return HTTPRequest(
-            method: .post, url: endpoints.rpc(route), headers: headers, body: body, timeouts: configuration.rpcTimeouts)
+            method: .post, url: host == .api ? endpoints.rpc(route) : endpoints.contentRoute(route), headers: headers,
+            body: body, timeouts: configuration.rpcTimeouts)
     }
 
     // MARK: JSON

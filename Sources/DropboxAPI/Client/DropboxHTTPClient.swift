@@ -107,6 +107,19 @@ public final class DropboxHTTPClient: DropboxClient {
         try await contentExport("files/export", PathArg(path: path))
     }
 
+    /// An RPC on the content host (where Dropbox serves thumbnails).
+    public func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
+        -> [Result<[UInt8], ThumbnailFailure>]
+    {
+        guard entries.count <= ThumbnailArg.batchLimit else {
+            throw .badRequest(message: "at most \(ThumbnailArg.batchLimit) thumbnails per request, not \(entries.count)")
+        }
+        if entries.isEmpty { return [] }
+        let route = "files/get_thumbnail_batch"
+        let reply: ThumbnailBatchReply = try await rpc(route, ThumbnailBatchArg(entries: entries), host: .content)
+        return try reply.results(expected: entries.count, route: route)
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await rpc("users/get_current_account")
     }

@@ -168,6 +168,10 @@ struct ConnectivityGate: DropboxClient {
         try await pass { () async throws(DropboxError) in try await client.export(path: path) }
     }
 
+    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
+        try await pass { () async throws(DropboxError) in try await client.getThumbnailBatch(entries) }
+    }
+
     func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await pass { () async throws(DropboxError) in try await client.getCurrentAccount() }
     }

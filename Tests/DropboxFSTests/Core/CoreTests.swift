@@ -355,6 +355,11 @@ extension CoreTests {
             try await base.download(path: path, range: range)
         }
         func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
+        func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
+            -> [Result<[UInt8], ThumbnailFailure>]
+        {
+            try await base.getThumbnailBatch(entries)
+        }
         func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
         func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
     }
@@ -441,6 +446,11 @@ extension CoreTests {
             try await base.download(path: path, range: range)
         }
         func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
+        func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
+            -> [Result<[UInt8], ThumbnailFailure>]
+        {
+            try await base.getThumbnailBatch(entries)
+        }
         func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
         func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
     }

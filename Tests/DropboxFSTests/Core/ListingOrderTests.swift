@@ -292,6 +292,9 @@ final class ScriptedListingClient: DropboxClient, Sendable {
     func getMetadata(path: String) async throws(DropboxError) -> Metadata { throw .lookup(.notFound) }
     func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult { throw .lookup(.notFound) }
     func export(path: String) async throws(DropboxError) -> ExportResult { throw .lookup(.notFound) }
+    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
+        entries.map { _ in .failure(.path(.notFound)) }
+    }
     func getCurrentAccount() async throws(DropboxError) -> FullAccount { InMemoryDropbox.defaultAccount }
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { SpaceUsage(used: 0, allocation: .individual(allocated: 1)) }
 }
