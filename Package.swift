@@ -6,7 +6,8 @@
 //   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
 //   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
 //   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table,
-//                          and the tree store (the tree and its cursor in SQLite across mounts)
+//                          the tree store (the tree and its cursor in SQLite across mounts) and the
+//                          thumbnail writer (MD5 names through libcrypto)
 //   FUSEAdapter            the thin libfuse3 lowlevel layer over DropboxFS
 //   dropboxfs              the command-line tool
 import PackageDescription
@@ -47,7 +48,7 @@ let package = Package(
         ),
         .target(
             name: "DropboxFS",
-            dependencies: ["DropboxAPI", "CSQLite"]
+            dependencies: ["DropboxAPI", "CSQLite", "CCrypto"]
         ),
         .target(
             name: "FUSEAdapter",

@@ -5,7 +5,8 @@
 //
 // Locking: `state` (one Mutex) guards the tree, the in-flight listings, the sync progress, the
 // hidden-name memory and the change replay. It is never held across an `await` or a network call.
-// The tree store and the connectivity state have locks of their own, never taken around `state`.
+// The tree store, the connectivity state and the thumbnail writer have locks of their own, never
+// taken around `state`.
 
 import DropboxAPI
 import Synchronization
@@ -55,6 +56,9 @@ public struct FilesystemOptions: Sendable {
     /// again in the background after its catch-up: the only way to learn of case-only renames,
     /// which Dropbox does not report as changes.
     public var relistStoredAfter: Double
+    /// Dropbox's thumbnails of the images in folders file managers list, written to the
+    /// thumbnail cache (Thumbnails/ThumbnailWriter.swift); nil: off.
+    public var thumbnails: ThumbnailOptions?
     /// Monotonic seconds; injectable for tests.
     public var monotonicNow: @Sendable () -> Double
 
@@ -76,6 +80,7 @@ public struct FilesystemOptions: Sendable {
         store: TreeStore? = nil,
         offlineRetry: Double = 10,
         relistStoredAfter: Double = 7 * 86400,
+        thumbnails: ThumbnailOptions? = nil,
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
         self.ownership = ownership
@@ -95,6 +100,7 @@ public struct FilesystemOptions: Sendable {
         self.store = store
         self.offlineRetry = offlineRetry
         self.relistStoredAfter = relistStoredAfter
+        self.thumbnails = thumbnails
         self.monotonicNow = monotonicNow
     }
 }
@@ -150,6 +156,8 @@ public final class Filesystem: Sendable {
     let reader: FileReader
     /// Open handles on exported documents (Exports.swift); its own lock, like the reader's.
     let exports = ExportedDocuments()
+    /// Thumbnails for file managers (Thumbnails/); its own lock; nil when off.
+    let thumbnails: ThumbnailWriter?
 
     /// `restoring`: a tree read back from `options.store`, served at once and caught up from its
     /// cursor. `connectivity`: offline from the start when the mount could not reach Dropbox.
@@ -176,6 +184,7 @@ public final class Filesystem: Sendable {
         self.state = Mutex(initial)
         self.invalidations = InvalidationPublisher(repeatAfter: options.invalidationRepeat)
         self.reader = FileReader(client: gate, options: options.reader)
+        self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
     }
 
     public static func monotonicSeconds() -> Double {

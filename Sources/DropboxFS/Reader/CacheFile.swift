@@ -5,7 +5,7 @@
     import Glibc
 #endif
 
-/// A failed system call of the disk cache, for log lines.
+/// A failed system call of the disk cache (or of the thumbnail cache), for log lines.
 struct CacheIOError: Error, Sendable, CustomStringConvertible {
     var operation: String
     var code: Int32

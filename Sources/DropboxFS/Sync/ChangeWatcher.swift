@@ -19,7 +19,7 @@ extension Filesystem {
         state.withLock { $0.backgroundTasks.append(task) }
     }
 
-    /// Stops the background work (at unmount).
+    /// Stops the background work (at unmount), thumbnails included.
     public func stop() {
         let tasks = state.withLock { s -> [Task<Void, Never>] in
             defer {
@@ -29,6 +29,7 @@ extension Filesystem {
             return s.backgroundTasks + s.listingTasks.values
         }
         tasks.forEach { $0.cancel() }
+        thumbnails?.stop()
     }
 
     private func runSync() async {

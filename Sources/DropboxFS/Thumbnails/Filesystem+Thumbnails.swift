@@ -1,0 +1,40 @@
+// The core's side of thumbnails: the adapter reports that a file manager listed a folder, and the
+// writer (ThumbnailWriter.swift) gets the folder's image files from the tree. Deciding which
+// process is a file manager is the adapter's business; what to fetch and write is the core's.
+
+import DropboxAPI
+
+extension Filesystem {
+    /// Whether listings by file managers should be reported (`thumbnailsWanted`): thumbnails are
+    /// on, and the writer has not stopped (its cap reached, or its folder not writable).
+    public var wantsThumbnails: Bool { thumbnails?.isActive ?? false }
+
+    /// A file manager listed this folder: fetch Dropbox's thumbnails of its images into the
+    /// thumbnail cache, in the background. Returns at once.
+    public func thumbnailsWanted(folder inode: UInt64) {
+        guard let thumbnails, let index = try? Self.index(inode) else { return }
+        thumbnails.wanted(folder: index) { [self] folder in await thumbnailSources(folder: folder) }
+    }
+
+    /// The files of a folder Dropbox can make thumbnails of (listing the folder first when
+    /// needed), in name order; nil when the folder is gone or cannot be listed.
+    func thumbnailSources(folder index: UInt32) async -> [ThumbnailSource]? {
+        do {
+            try await ensureListed(index)
+        } catch {
+            return nil
+        }
+        return state.withLock { s -> [ThumbnailSource]? in
+            guard let node = s.tree.node(index), node.kind == .folder, node.attached else { return nil }
+            let folderPath = s.tree.path(of: index)
+            return s.tree.children(of: index).compactMap { child -> ThumbnailSource? in
+                let file = s.tree.nodes[Int(child)]
+                guard file.kind == .file, file.isDownloadable, ThumbnailNames.isImage(name: file.name, size: file.size)
+                else { return nil }
+                let rev = file.rev
+                guard !rev.isEmpty else { return nil }
+                return ThumbnailSource(path: folderPath + "/" + file.name, rev: rev, mtime: file.mtime, size: file.size)
+            }
+        }
+    }
+}

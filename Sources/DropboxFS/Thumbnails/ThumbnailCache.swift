@@ -1,0 +1,97 @@
+// The thumbnail writer's only contact with the local file system: the one folder it writes in
+// (`$XDG_CACHE_HOME/thumbnails/normal`, created 0700 with any missing parent, as GLib does), whether
+// a cache file there is current for a file, and the atomic write of a new one (a private temporary
+// file in the same folder, mode 0600, renamed over the final name, so a file manager never reads
+// half a PNG). Nothing is written anywhere else. Called on the writer's disk queue only.
+
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct ThumbnailCache: Sendable {
+    /// The folder of one size, e.g. ".../thumbnails/normal".
+    let folder: String
+
+    /// Numbers the temporary files of this process (".<name>.dropboxfs-<pid>-<n>").
+    private static let temporaries = Atomic<UInt64>(0)
+
+    /// A cache file larger than this is not read to check it (it is simply written again): real
+    /// thumbnails of 128 or 256 pixels are tens of kilobytes.
+    static let readLimit = 4 << 20
+
+    /// Whether `fileName` holds a thumbnail of `uri` for the file's current `mtime`: a well-formed
+    /// PNG whose Thumb::URI and Thumb::MTime match (the checks file managers make).
+    func isCurrent(_ fileName: String, uri: String, mtime: Int64) -> Bool {
+        let fd = open(folder + "/" + fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= Self.readLimit else {
+            return false
+        }
+        let count = Int(info.st_size)
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            while done < count {
+                let n = read(fd, buffer.baseAddress! + done, count - done)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else {
+                    failed = n < 0
+                    break
+                }
+                done += n
+            }
+            initialized = done
+        }
+        guard !failed, let text = PNGText.text(of: bytes) else { return false }
+        return text["Thumb::URI"] == uri && text["Thumb::MTime"] == String(mtime)
+    }
+
+    /// Writes `bytes` as `fileName`, replacing what was there.
+    func write(_ bytes: [UInt8], as fileName: String) -> CacheIOError? {
+        if let failure = makeFolder() { return failure }
+        let number = Self.temporaries.add(1, ordering: .relaxed).newValue
+        let temporary = folder + "/." + fileName + ".dropboxfs-\(getpid())-\(number)"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return CacheIOError(operation: "create \(temporary)", code: errno) }
+        let failure = bytes.withUnsafeBytes { buffer -> CacheIOError? in
+            var done = 0
+            while done < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + done, buffer.count - done)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return CacheIOError(operation: "write \(temporary)", code: n == 0 ? EIO : errno) }
+                done += n
+            }
+            // The standard's mode whatever the umask.
+            return fchmod(fd, 0o600) == 0 ? nil : CacheIOError(operation: "fchmod \(temporary)", code: errno)
+        }
+        close(fd)
+        if let failure {
+            unlink(temporary)
+            return failure
+        }
+        guard rename(temporary, folder + "/" + fileName) == 0 else {
+            let code = errno
+            unlink(temporary)
+            return CacheIOError(operation: "rename to \(folder)/\(fileName)", code: code)
+        }
+        return nil
+    }
+
+    /// Creates the folder and its missing parents, each 0700.
+    private func makeFolder() -> CacheIOError? {
+        var info = stat()
+        if stat(folder, &info) == 0 { return nil }
+        var prefix = ""
+        for component in folder.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                return CacheIOError(operation: "mkdir \(prefix)", code: errno)
+            }
+        }
+        return nil
+    }
+}

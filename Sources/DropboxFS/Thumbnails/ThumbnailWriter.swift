@@ -1,0 +1,278 @@
+// Thumbnails without downloads (docs/SEMANTICS.md, "Thumbnails"). A file manager showing a folder
+// of photos reads every image whole to make its thumbnails; Dropbox already has them. When a file
+// manager lists a folder, the adapter tells the core, and this writer puts Dropbox's thumbnails of
+// the folder's images (files/get_thumbnail_batch, 25 a request) where file managers look first: the
+// freedesktop thumbnail cache, `$XDG_CACHE_HOME/thumbnails/normal/<md5 of the URI>.png`, carrying
+// the Thumb::URI and Thumb::MTime the standard asks for. A file manager that finds a current one
+// there shows it and reads nothing.
+//
+// Work is a queue of folders, the most recently shown first (a folder shown again moves to the
+// front), each worked through in batches by one worker task: one batch in flight at a time, so
+// thumbnails never compete with reads for more than one request slot, and after each batch the
+// worker turns to the folder shown last. Images whose cache file is already current are skipped;
+// a file Dropbox cannot thumbnail is skipped silently (the file manager's own thumbnailer then does
+// what it always did). The bytes this daemon writes are capped (`capacity`); past the cap it writes
+// nothing more, and says so once.
+//
+// Locking: `state` (a Mutex) guards the queue, the worker's running flag and task, and the bytes
+// written. It is never held across an await, a request or disk I/O. Disk work (checking and
+// writing cache files) runs on `disk`, a serial queue outside Swift's cooperative pool.
+
+import Dispatch
+import DropboxAPI
+import Synchronization
+
+/// Where thumbnails go and how much of them one mount may write.
+public struct ThumbnailOptions: Sendable, Equatable {
+    /// The mount point, absolute: a file's URI is `file://` + mount point + its path in the mount.
+    public var mountpoint: String
+    /// The thumbnail cache, `$XDG_CACHE_HOME/thumbnails`; only its `normal` folder is written.
+    public var folder: String
+    /// The most bytes of thumbnails this mount writes.
+    public var capacity: UInt64
+
+    public init(mountpoint: String, folder: String, capacity: UInt64 = 200 << 20) {
+        self.mountpoint = mountpoint
+        self.folder = folder
+        self.capacity = capacity
+    }
+}
+
+/// An image file of a folder, as the tree knows it.
+struct ThumbnailSource: Sendable, Equatable {
+    /// The file's path in the mount ("/Camera Uploads/IMG_0001.jpg").
+    var path: String
+    var rev: String
+    /// What stat shows as st_mtime.
+    var mtime: Int64
+    var size: UInt64
+}
+
+final class ThumbnailWriter: Sendable {
+    /// One image whose thumbnail is to be fetched.
+    struct Pending: Sendable, Equatable {
+        var source: ThumbnailSource
+        var uri: String
+        var fileName: String
+    }
+
+    /// A folder waiting for thumbnails; `pending` is nil until its images were checked on disk.
+    private struct Job {
+        var folder: UInt32
+        var id: UInt64
+        var pending: [Pending]?
+    }
+
+    private struct State {
+        /// The most recently shown folder first.
+        var queue: [Job] = []
+        var nextID: UInt64 = 0
+        var running = false
+        /// The worker, for `stop` (may be a finished one).
+        var worker: Task<Void, Never>?
+        var written: UInt64 = 0
+        /// The cap was reached, or writing failed: nothing more is fetched or written.
+        var finished = false
+    }
+
+    private enum Step {
+        case check(folder: UInt32, job: UInt64)
+        case fetch([Pending])
+    }
+
+    /// Folders waiting beyond this many are forgotten, the oldest first: the user moved on.
+    static let queueLimit = 32
+    /// The thumbnail size written (the standard's `normal`, 128 pixels).
+    static let size = ThumbnailArg.Size.w128h128
+
+    let options: ThumbnailOptions
+    private let client: any DropboxClient
+    private let cache: ThumbnailCache
+    private let state = Mutex(State())
+    private let disk = DispatchQueue(label: "dropboxfs.thumbnails")
+
+    init(options: ThumbnailOptions, client: any DropboxClient) {
+        self.options = options
+        self.client = client
+        self.cache = ThumbnailCache(folder: options.folder + "/normal")
+    }
+
+    /// False once the cap was reached or writing failed: listings need not be reported any more.
+    var isActive: Bool { state.withLock { !$0.finished } }
+
+    /// Bytes of thumbnails written so far.
+    var bytesWritten: UInt64 { state.withLock { $0.written } }
+
+    /// Nothing queued and no worker running (tests wait for it).
+    var isIdle: Bool { state.withLock { !$0.running && $0.queue.isEmpty } }
+
+    /// A file manager showed `folder`: queue it first. `sources` gives the folder's image files
+    /// (listing it when needed), nil when it is gone.
+    func wanted(folder: UInt32, sources: @escaping @Sendable (UInt32) async -> [ThumbnailSource]?) {
+        let start = state.withLock { s -> Bool in
+            guard !s.finished else { return false }
+            if let index = s.queue.firstIndex(where: { $0.folder == folder }) {
+                s.queue.insert(s.queue.remove(at: index), at: 0)
+            } else {
+                s.nextID += 1
+                s.queue.insert(Job(folder: folder, id: s.nextID, pending: nil), at: 0)
+                if s.queue.count > Self.queueLimit { s.queue.removeLast(s.queue.count - Self.queueLimit) }
+            }
+            guard !s.running else { return false }
+            s.running = true
+            return true
+        }
+        guard start else { return }
+        let worker = Task { await self.work(sources: sources) }
+        state.withLock { $0.worker = worker }
+    }
+
+    /// Stops the worker (at unmount); nothing is queued or written afterwards.
+    func stop() {
+        let worker = state.withLock { s -> Task<Void, Never>? in
+            s.finished = true
+            s.queue = []
+            return s.worker
+        }
+        worker?.cancel()
+    }
+
+    private func work(sources: @Sendable (UInt32) async -> [ThumbnailSource]?) async {
+        while let step = nextStep() {
+            switch step {
+            case .check(let folder, let id):
+                let pending = await check(await sources(folder) ?? [])
+                state.withLock { s in
+                    guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
+                    if pending.isEmpty {
+                        s.queue.remove(at: index)
+                    } else {
+                        s.queue[index].pending = pending
+                    }
+                }
+            case .fetch(let batch):
+                await fetch(batch)
+            }
+        }
+    }
+
+    /// The next thing to do for the folder at the front, or nil (the worker then ends).
+    private func nextStep() -> Step? {
+        state.withLock { s -> Step? in
+            guard !s.finished, !Task.isCancelled, let job = s.queue.first else {
+                s.running = false
+                s.worker = nil
+                return nil
+            }
+            guard var pending = job.pending else { return .check(folder: job.folder, job: job.id) }
+            let batch = Array(pending.prefix(ThumbnailArg.batchLimit))
+            pending.removeFirst(batch.count)
+            if pending.isEmpty {
+                s.queue.removeFirst()
+            } else {
+                s.queue[0].pending = pending
+            }
+            return .fetch(batch)
+        }
+    }
+
+    /// The images whose cache file is missing or not current.
+    private func check(_ sources: [ThumbnailSource]) async -> [Pending] {
+        let mountpoint = options.mountpoint == "/" ? "" : options.mountpoint
+        let candidates = sources.map { source in
+            let uri = ThumbnailNames.fileURI(mountpoint + source.path)
+            return Pending(source: source, uri: uri, fileName: ThumbnailNames.cacheFileName(uri: uri))
+        }
+        guard !candidates.isEmpty else { return [] }
+        let cache = self.cache
+        let pending = await onDisk {
+            candidates.filter { !cache.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime) }
+        }
+        Log.debug("thumbnails: \(pending.count) of the \(candidates.count) images in \(Self.folder(of: candidates[0])) to fetch")
+        return pending
+    }
+
+    /// Fetches one batch and writes what came back.
+    private func fetch(_ batch: [Pending]) async {
+        let arguments = batch.map { ThumbnailArg(path: "rev:" + $0.source.rev, format: .png, size: Self.size) }
+        let results: [Result<[UInt8], ThumbnailFailure>]
+        do {
+            results = try await client.getThumbnailBatch(arguments)
+        } catch {
+            if !Task.isCancelled {
+                Log.info("thumbnails: Dropbox did not send those of \(batch.count) images in \(Self.folder(of: batch[0])) (\(error)); the file manager makes its own")
+            }
+            return
+        }
+        var files: [(Pending, [UInt8])] = []
+        for (item, result) in zip(batch, results) {
+            switch result {
+            case .success(let image):
+                let text: [(keyword: String, text: String)] = [
+                    ("Thumb::URI", item.uri), ("Thumb::MTime", String(item.source.mtime)),
+                    ("Thumb::Size", String(item.source.size)), ("Software", "dropboxfs"),
+                ]
+                guard let stamped = PNGText.adding(text, to: image) else {
+                    Log.debug("thumbnails: Dropbox's thumbnail of \(Log.quoted(item.source.path)) is not a PNG")
+                    continue
+                }
+                files.append((item, stamped))
+            case .failure(let failure):
+                Log.debug("thumbnails: none for \(Log.quoted(item.source.path)) (\(failure))")
+            }
+        }
+        guard !files.isEmpty else { return }
+        let cache = self.cache
+        let written = files
+        await onDisk {
+            for (item, bytes) in written {
+                guard self.reserve(UInt64(bytes.count)) else { return }
+                if let failure = cache.write(bytes, as: item.fileName) {
+                    self.finish(.warning, "thumbnails: cannot write in \(cache.folder) (\(failure)); no more thumbnails are written")
+                    return
+                }
+            }
+        }
+    }
+
+    /// The quoted folder path of an image, for log lines.
+    private static func folder(of item: Pending) -> String {
+        let path = item.source.path
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return Log.quoted(path) }
+        let folder = String(decoding: path.utf8[..<slash], as: UTF8.self)
+        return Log.quoted(folder.isEmpty ? "/" : folder)
+    }
+
+    /// Counts `bytes` as written if they fit under the cap; past it, stops for good.
+    private func reserve(_ bytes: UInt64) -> Bool {
+        let fits = state.withLock { s -> Bool in
+            guard !s.finished else { return false }
+            guard s.written + bytes <= options.capacity else { return false }
+            s.written += bytes
+            return true
+        }
+        if !fits && isActive {
+            finish(.info, "thumbnails: this mount wrote \(bytesWritten) bytes of thumbnails, the most --thumbnail-cache-size allows; no more are written")
+        }
+        return fits
+    }
+
+    /// Stops fetching and writing, with one log line.
+    private func finish(_ level: LogLevel, _ why: String) {
+        let first = state.withLock { s -> Bool in
+            defer {
+                s.finished = true
+                s.queue = []
+            }
+            return !s.finished
+        }
+        guard first else { return }
+        if level == .warning { Log.warning(why) } else { Log.info(why) }
+    }
+
+    private func onDisk<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            disk.async { continuation.resume(returning: body()) }
+        }
+    }
+}

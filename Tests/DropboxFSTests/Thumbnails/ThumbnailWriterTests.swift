@@ -1,0 +1,263 @@
+// The thumbnail writer driven through the core (Filesystem.thumbnailsWanted) against the in-memory
+// Dropbox, writing into a temporary thumbnail cache: one valid PNG per image named by the MD5 of
+// its URI, with the standard's text; batches of at most 25, one in flight, the folder shown last
+// first; files Dropbox cannot thumbnail skipped; current cache files left alone and stale ones
+// (a changed photo) written again; the cap; nothing at all for a folder without images.
+
+import DropboxAPI
+import DropboxTestSupport
+import Foundation
+import Testing
+
+@testable import DropboxFS
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension ThumbnailTests {
+    @Suite struct WriterTests {
+        static let mountpoint = "/home/u/Drop box"
+
+        /// A Filesystem over `fake` writing thumbnails into a fresh temporary folder.
+        struct Setup {
+            let fake: InMemoryDropbox
+            let client: FaultInjectingClient<InMemoryDropbox>
+            let fs: Filesystem
+            /// `$XDG_CACHE_HOME/thumbnails`.
+            let folder: String
+            var normal: String { folder + "/normal" }
+
+            init(_ fake: InMemoryDropbox, capacity: UInt64 = 200 << 20, listingTTL: Double = .infinity) {
+                self.fake = fake
+                client = FaultInjectingClient(fake)
+                folder = FileManager.default.temporaryDirectory.path + "/thumbs-\(UUID().uuidString)/thumbnails"
+                var options = CoreTests.options(folderListingTTL: listingTTL)
+                options.thumbnails = ThumbnailOptions(mountpoint: WriterTests.mountpoint, folder: folder, capacity: capacity)
+                fs = Filesystem(client: client, options: options)
+            }
+
+            func show(_ path: String) async throws {
+                fs.thumbnailsWanted(folder: try await CoreTests.inode(fs, path))
+            }
+
+            func settle() async throws {
+                try await CoreTests.waitUntil("the thumbnail writer is idle") { fs.thumbnails?.isIdle ?? true }
+            }
+
+            /// The cache file of a file in the mount, or nil.
+            func cacheFile(_ path: String) -> [UInt8]? {
+                let name = ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(WriterTests.mountpoint + path))
+                return FileManager.default.contents(atPath: normal + "/" + name).map { Array($0) }
+            }
+
+            var cacheFiles: [String] {
+                ((try? FileManager.default.contentsOfDirectory(atPath: normal)) ?? []).sorted()
+            }
+
+            func remove() {
+                try? FileManager.default.removeItem(atPath: (folder as NSString).deletingLastPathComponent)
+            }
+        }
+
+        static func mode(_ path: String) -> mode_t? {
+            var info = stat()
+            return stat(path, &info) == 0 ? info.st_mode & 0o7777 : nil
+        }
+
+        static func photos(_ fake: InMemoryDropbox, _ count: Int, in folder: String = "/Camera Uploads") {
+            for i in 1...count {
+                fake.addFile(
+                    folder + String(format: "/IMG_%04d.jpg", i), size: 3000 + UInt64(i),
+                    clientModified: DropboxTimestamp(secondsSinceEpoch: 1_700_000_000 + Int64(i)))
+            }
+        }
+
+        @Test func oneValidThumbnailPerImageInBatchesOfTwentyFive() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 60)
+            fake.addFile("/Camera Uploads/PANO_0001.jpg", size: 21 << 20)
+            fake.addFile("/Camera Uploads/notes.txt", size: 100)
+            fake.addFile("/Camera Uploads/empty.png", contents: [])
+            fake.addSymlink("/Camera Uploads/link.jpg", target: "IMG_0001.jpg")
+            fake.addFolder("/Camera Uploads/Edited.jpg")
+            let setup = Setup(fake)
+            defer { setup.remove() }
+            try await setup.show("/Camera Uploads")
+            try await setup.settle()
+
+            #expect(fake.thumbnailBatches.map(\.count) == [25, 25, 10])
+            #expect(fake.thumbnailBatches.joined().allSatisfy { $0.path.hasPrefix("rev:") && $0.size == .w128h128 && $0.format == .png })
+            #expect(fake.callCount(.download) == 0)
+            #expect(setup.cacheFiles.count == 60)
+            #expect(Self.mode(setup.normal) == 0o700)
+            #expect(Self.mode(setup.folder) == 0o700)
+            for i in [1, 26, 60] {
+                let path = String(format: "/Camera Uploads/IMG_%04d.jpg", i)
+                let png = try #require(setup.cacheFile(path), "\(path)")
+                let chunks = try #require(PNGTextTests.independentChunks(png))
+                #expect(chunks.first?.0 == "IHDR" && chunks.last?.0 == "IEND")
+                let text = try #require(PNGText.text(of: png))
+                #expect(text["Thumb::URI"] == "file:///home/u/Drop%20box/Camera%20Uploads/" + String(format: "IMG_%04d.jpg", i))
+                #expect(text["Thumb::MTime"] == String(1_700_000_000 + i))
+                #expect(text["Thumb::Size"] == String(3000 + i))
+                let attributes = try await CoreTests.resolve(setup.fs, path)
+                #expect(text["Thumb::MTime"] == String(attributes.mtime), "Thumb::MTime is what stat shows")
+            }
+            for file in setup.cacheFiles {
+                #expect(Self.mode(setup.normal + "/" + file) == 0o600)
+                #expect(file.hasSuffix(".png") && !file.hasPrefix("."), "no temporary file left: \(file)")
+            }
+            for other in ["PANO_0001.jpg", "notes.txt", "empty.png", "link.jpg", "Edited.jpg"] {
+                #expect(setup.cacheFile("/Camera Uploads/" + other) == nil, "\(other)")
+            }
+        }
+
+        @Test func currentThumbnailsAreKeptAndAChangedPhotoGetsANewOne() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 3, in: "/p")
+            // Without a watcher, a folder is listed again once its listing expired: at once here.
+            let setup = Setup(fake, listingTTL: 0)
+            defer { setup.remove() }
+            try await setup.show("/p")
+            try await setup.settle()
+            #expect(fake.callCount(.getThumbnailBatch) == 1)
+            let before = try #require(setup.cacheFile("/p/IMG_0002.jpg"))
+            var kept = stat()
+            let keptName = setup.normal + "/" + ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(Self.mountpoint + "/p/IMG_0001.jpg"))
+            #expect(stat(keptName, &kept) == 0)
+
+            // Shown again, unchanged: nothing is asked of Dropbox and no file is written.
+            try await setup.show("/p")
+            try await setup.settle()
+            #expect(fake.callCount(.getThumbnailBatch) == 1)
+
+            // A new revision with a new mtime: only that photo is fetched again.
+            fake.modifyFile("/p/IMG_0002.jpg", contents: [9, 9, 9], clientModified: DropboxTimestamp(secondsSinceEpoch: 1_800_000_000))
+            try await setup.show("/p")
+            try await setup.settle()
+            #expect(try await CoreTests.resolve(setup.fs, "/p/IMG_0002.jpg").mtime == 1_800_000_000)
+            #expect(fake.thumbnailBatches.map(\.count) == [3, 1])
+            let after = try #require(setup.cacheFile("/p/IMG_0002.jpg"))
+            #expect(after != before)
+            let afterText = try #require(PNGText.text(of: after))
+            #expect(afterText["Thumb::MTime"] == "1800000000")
+            var still = stat()
+            #expect(stat(keptName, &still) == 0)
+            #expect(still.st_ino == kept.st_ino, "an unchanged photo's thumbnail is not written again")
+        }
+
+        @Test func aStaleOrDamagedCacheFileIsWrittenAgain() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 2, in: "/p")
+            let setup = Setup(fake)
+            defer { setup.remove() }
+            let uri = ThumbnailNames.fileURI(Self.mountpoint + "/p/IMG_0001.jpg")
+            let damaged = ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(Self.mountpoint + "/p/IMG_0002.jpg"))
+            try FileManager.default.createDirectory(atPath: setup.normal, withIntermediateDirectories: true)
+            // A thumbnail another program made of an older version (another MTime), and a cut one.
+            let stale = try #require(PNGText.adding([("Thumb::URI", uri), ("Thumb::MTime", "5")], to: PNGTextTests.picture))
+            FileManager.default.createFile(atPath: setup.normal + "/" + ThumbnailNames.cacheFileName(uri: uri), contents: Data(stale))
+            FileManager.default.createFile(atPath: setup.normal + "/" + damaged, contents: Data(stale.prefix(40)))
+            try await setup.show("/p")
+            try await setup.settle()
+            #expect(fake.thumbnailBatches.map(\.count) == [2])
+            let first = try #require(setup.cacheFile("/p/IMG_0001.jpg"))
+            #expect(PNGText.text(of: first)?["Thumb::MTime"] == "1700000001")
+            let second = try #require(setup.cacheFile("/p/IMG_0002.jpg"))
+            #expect(PNGText.text(of: second)?["Thumb::MTime"] == "1700000002")
+        }
+
+        @Test func theFolderShownLastGoesFirst() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 60, in: "/a")
+            Self.photos(fake, 5, in: "/b")
+            let setup = Setup(fake)
+            defer { setup.remove() }
+            let a = try await CoreTests.inode(setup.fs, "/a")
+            let b = try await CoreTests.inode(setup.fs, "/b")
+            setup.client.hold(.getThumbnailBatch)
+            setup.fs.thumbnailsWanted(folder: a)
+            try await CoreTests.waitUntil("the first batch of /a is in flight") { setup.client.heldCalls(.getThumbnailBatch) == 1 }
+            setup.fs.thumbnailsWanted(folder: b)
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(setup.client.heldCalls(.getThumbnailBatch) == 1, "one batch in flight at a time")
+            setup.client.release(.getThumbnailBatch)
+            try await setup.settle()
+            func revs(_ folder: String) -> Set<String> {
+                Set(fake.entries.compactMap { entry in
+                    guard case .file(let file) = entry, file.pathLower?.hasPrefix(folder + "/") == true else { return nil }
+                    return "rev:" + file.rev
+                })
+            }
+            let (inA, inB) = (revs("/a"), revs("/b"))
+            let order = fake.thumbnailBatches.map { batch -> String in
+                let paths = Set(batch.map(\.path))
+                return paths.isSubset(of: inA) ? "a" : paths.isSubset(of: inB) ? "b" : "mixed"
+            }
+            #expect(order == ["a", "b", "a", "a"])
+            #expect(fake.thumbnailBatches.map(\.count) == [25, 5, 25, 10])
+            #expect(setup.cacheFiles.count == 65)
+        }
+
+        @Test func theCapStopsWriting() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 30, in: "/p")
+            Self.photos(fake, 2, in: "/q")
+            // The in-memory PNGs plus their text are a few hundred bytes each: room for about ten.
+            let setup = Setup(fake, capacity: 3000)
+            defer { setup.remove() }
+            LogCapture.start()
+            try await setup.show("/p")
+            try await setup.settle()
+            let written = try setup.cacheFiles.map { name -> Int in
+                try FileManager.default.attributesOfItem(atPath: setup.normal + "/" + name)[.size] as? Int ?? 0
+            }
+            #expect(!written.isEmpty && written.count < 30)
+            #expect(written.reduce(0, +) <= 3000)
+            #expect(fake.callCount(.getThumbnailBatch) == 1, "nothing more is fetched past the cap")
+            #expect(LogCapture.lines(containing: "--thumbnail-cache-size").count == 1)
+            #expect(!setup.fs.wantsThumbnails)
+            // Later folders are not even queued.
+            try await setup.show("/q")
+            try await setup.settle()
+            #expect(fake.callCount(.getThumbnailBatch) == 1)
+        }
+
+        @Test func aFolderWithoutImagesWritesNothing() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/docs/a.txt", size: 10)
+            fake.addFile("/docs/b.pdf", size: 10)
+            fake.addFolder("/docs/photos.jpg")
+            let setup = Setup(fake)
+            defer { setup.remove() }
+            try await setup.show("/docs")
+            try await setup.settle()
+            #expect(fake.callCount(.getThumbnailBatch) == 0)
+            #expect(!FileManager.default.fileExists(atPath: setup.folder), "not even the folder is made")
+        }
+
+        @Test func failuresAndUnreachableDropboxLeaveTheRestAlone() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 30, in: "/p")
+            let setup = Setup(fake)
+            defer { setup.remove() }
+            setup.client.failNext(.getThumbnailBatch, with: .serverError(status: 503))
+            try await setup.show("/p")
+            try await setup.settle()
+            // The first batch failed as a whole; the second one was written.
+            #expect(setup.client.callCount(.getThumbnailBatch) == 2)
+            #expect(setup.cacheFiles.count == 5)
+            #expect(setup.fs.wantsThumbnails)
+        }
+
+        @Test func offWithoutOptions() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 2, in: "/p")
+            let fs = Filesystem(client: fake, options: CoreTests.options())
+            #expect(!fs.wantsThumbnails)
+            fs.thumbnailsWanted(folder: try await CoreTests.inode(fs, "/p"))
+            #expect(fake.callCount(.getThumbnailBatch) == 0)
+        }
+    }
+}
