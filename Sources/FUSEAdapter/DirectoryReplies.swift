@@ -2,7 +2,9 @@
 // from the core by offset (Filesystem+Directories.swift). The first piece of a folder not listed
 // yet is answered from a Task once the listing arrives (an interrupt answers EINTR and leaves the
 // listing to other requests waiting for it). readdirplus entries count as kernel lookups only when
-// they fit in the buffer ("." and ".." carry inode 0 so they count as none).
+// they fit in the buffer ("." and ".." carry inode 0 so they count as none). A listing started by
+// a file manager (the first piece, or an answered opendir) asks the core for the folder's
+// thumbnails (FileManagers.swift).
 
 import CFuse
 import DropboxFS
@@ -20,6 +22,7 @@ enum DirectoryReplies {
             request.fail(errno: ENOSYS)  // "success, and no more opendir or releasedir"
             return
         }
+        noteListing(request, ino: ino)
         whenListed(request, ino: ino) { request in replyOpendir(request, ino: ino, info: info) }
     }
 
@@ -34,10 +37,19 @@ enum DirectoryReplies {
     }
 
     static func readdir(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
+        if offset == 0 { noteListing(request, ino: ino) }
         // Later pieces are served from the listing the first one came from, even once it expired.
         whenListed(request, ino: ino, expiredIsReady: offset != 0) { request in
             fill(request, ino: ino, size: size, offset: offset, plus: plus)
         }
+    }
+
+    /// A file manager starting to list a folder wants its thumbnails; nobody else does.
+    private static func noteListing(_ request: FUSERequest, ino: UInt64) {
+        let fs = request.filesystem
+        guard fs.core.wantsThumbnails else { return }
+        let caller = request.caller
+        if fs.fileManagers.isFileManager(pid: caller.pid, uid: caller.uid) { fs.core.thumbnailsWanted(folder: ino) }
     }
 
     /// Calls `reply` once the folder can be served: on this thread when it is listed, else from a

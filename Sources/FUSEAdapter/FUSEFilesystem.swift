@@ -1,6 +1,7 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
-// kernel cache settings, the owner of the requests in flight (RequestOwner.swift), and one decision
-// taken when the kernel connects (whether opendir is answered at all; see FUSEOperations.configure).
+// kernel cache settings, the owner of the requests in flight (RequestOwner.swift), which processes
+// are file managers (FileManagers.swift), and one decision taken when the kernel connects (whether
+// opendir is answered at all; see FUSEOperations.configure).
 
 import CFuse
 import DropboxFS
@@ -14,6 +15,8 @@ public final class FUSEFilesystem: Sendable {
     /// Set once in the init callback, before the kernel sends any other request: the kernel opens
     /// folders by itself (opendir answers ENOSYS, no releasedir follows).
     let kernelOpensFolders = Atomic<Bool>(false)
+    /// Whose folder listings ask the core for thumbnails.
+    let fileManagers = FileManagers()
 
     public init(core: Filesystem, timeouts: CacheTimeouts) {
         self.core = core

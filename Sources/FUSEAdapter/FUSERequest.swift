@@ -32,6 +32,13 @@ struct FUSERequest: Sendable {
         self.id = id
     }
 
+    /// The thread that made the request and its uid, as the kernel reports them. Only on the FUSE
+    /// thread that received the request (before it is answered).
+    var caller: (pid: Int32, uid: UInt32) {
+        let context = fuse_req_ctx(raw.pointer).pointee
+        return (context.pid, context.uid)
+    }
+
     /// Answers from a Task running `work`: the request is registered with its owner, an interrupt
     /// cancels the Task, and an unmount fails the request if `work` has not answered by then.
     func later(_ work: @escaping @Sendable (FUSERequest) async -> Void) {

@@ -1,0 +1,98 @@
+// Telling a file manager from `find`. When a file manager shows a folder of photos it reads every
+// image whole to make thumbnails; the core can write Dropbox's thumbnails first (docs/SEMANTICS.md,
+// "Thumbnails"). But `find`, `du`, `ls`, backup tools and indexers list folders too, and must never
+// cost a thumbnail request. The kernel names the process behind each request (fuse_req_ctx: the
+// pid of the calling thread, and its uid); this decides from the process's name, the `comm` of its
+// main thread, because GLib lists folders on worker threads with names of their own ("pool-...").
+// Only the mounting user's processes count: the thumbnail cache written is that user's.
+//
+// Answers are remembered per pid for a couple of seconds, so a `find` over thousands of folders
+// reads /proc once every two seconds rather than once per folder, and a pid reused by another
+// program is not mistaken for long. `answers` (a Mutex) guards them.
+
+import DropboxFS
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+final class FileManagers: Sendable {
+    /// The process names (comm) taken for file managers and their thumbnailers. The one list: add
+    /// a file manager here and to docs/SEMANTICS.md ("Thumbnails").
+    static let names: Set<String> = [
+        "pcmanfm", "pcmanfm-qt", "thunar", "Thunar", "nautilus", "nemo", "caja", "dolphin", "spacefm",
+        "tumblerd", "xfdesktop",
+    ]
+
+    /// How long an answer about a pid is trusted (seconds).
+    static let memory: Double = 2
+    /// Remembered answers beyond this many are pruned of the expired ones.
+    static let pruneAbove = 1024
+
+    private struct Answer {
+        var isFileManager: Bool
+        var at: Double
+    }
+
+    private let answers = Mutex<[Int32: Answer]>([:])
+    private let owner: UInt32
+    private let now: @Sendable () -> Double
+    private let processName: @Sendable (Int32) -> String?
+
+    init(
+        owner: UInt32 = getuid(), now: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds,
+        processName: @escaping @Sendable (Int32) -> String? = FileManagers.processName(of:)
+    ) {
+        self.owner = owner
+        self.now = now
+        self.processName = processName
+    }
+
+    /// Whether the request of thread `pid`, made as `uid`, comes from one of the mounting user's
+    /// file managers.
+    func isFileManager(pid: Int32, uid: UInt32) -> Bool {
+        guard pid > 0, uid == owner else { return false }
+        let time = now()
+        if let known = answers.withLock({ $0[pid] }), time - known.at < Self.memory { return known.isFileManager }
+        let answer = processName(pid).map { Self.names.contains($0) } ?? false
+        answers.withLock { remembered in
+            if remembered.count >= Self.pruneAbove {
+                remembered = remembered.filter { time - $0.value.at < Self.memory }
+            }
+            remembered[pid] = Answer(isFileManager: answer, at: time)
+        }
+        return answer
+    }
+
+    /// The name of the process thread `pid` belongs to: its main thread's comm (from the `Tgid:`
+    /// line of /proc/PID/status), nil when it is gone.
+    static func processName(of pid: Int32) -> String? {
+        guard let status = read("/proc/\(pid)/status") else { return nil }
+        var leader = pid
+        for line in status.split(separator: "\n") where line.hasPrefix("Tgid:") {
+            leader = Int32(line.dropFirst("Tgid:".count).filter { $0 != " " && $0 != "\t" }) ?? pid
+        }
+        guard let comm = read("/proc/\(leader)/comm") else { return nil }
+        return comm.hasSuffix("\n") ? String(comm.dropLast()) : comm
+    }
+
+    /// A small /proc file (at most 4 KiB), nil when it cannot be read.
+    private static func read(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var count = 0
+        while count < buffer.count {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                if n < 0 { return nil }
+                break
+            }
+            count += n
+        }
+        return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+}
