@@ -94,7 +94,10 @@ enum MountCommand {
                 folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
                 prefetch: configuration.prefetch, watchChanges: configuration.watch,
                 fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
-                reader: configuration.reader, store: store),
+                reader: configuration.reader, store: store,
+                thumbnails: configuration.thumbnailCacheSize.map {
+                    ThumbnailOptions(mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0)
+                }),
             restoring: stored, connectivity: Connectivity(offline: target.offline))
         // The core owns the tree now: holding a second reference would copy every part of it the
         // sync engine changes (copy on write), up to twice the memory.
@@ -181,6 +184,9 @@ struct MountConfiguration {
     var persist: Bool
     /// --fresh: never serve a stored tree older than Dropbox (no offline mount; wait for the catch-up).
     var fresh: Bool
+    /// The most bytes of thumbnails for file managers the mount writes (--thumbnail-cache-size);
+    /// nil with --no-thumbnails.
+    var thumbnailCacheSize: UInt64?
     /// Request deadlines and the longest 429 pause (--timeouts).
     var http: DropboxHTTPClient.Configuration
     var retryPolicy: RetryPolicy
@@ -238,6 +244,9 @@ struct MountConfiguration {
         reader = try Self.readerOptions(parsed, folder: cacheFolder)
         persist = prefetch && watch && !parsed.has("no-persist")
         fresh = parsed.has("fresh")
+        let thumbnailCap = try Self.byteCount(
+            parsed.value("thumbnail-cache-size"), name: "--thumbnail-cache-size", default: 200 << 20)
+        thumbnailCacheSize = parsed.has("no-thumbnails") || thumbnailCap == 0 ? nil : thumbnailCap
         (http, retryPolicy) = try TimeoutOption.parse(parsed.value("timeouts"))
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=\(profile.fsname)",

@@ -150,6 +150,15 @@ enum Options {
                 mountOption: true),
             OptionSpec(name: "no-disk-cache", help: "keep downloaded file contents in memory only", mountOption: true),
             OptionSpec(
+                name: "no-thumbnails",
+                help: "do not write Dropbox's thumbnails for file managers (by default, when a file manager such as "
+                    + "PCManFM, Thunar or Nautilus shows a folder, the thumbnails of its images go to "
+                    + "$XDG_CACHE_HOME/thumbnails/normal, so it shows them without downloading every image)",
+                mountOption: true),
+            OptionSpec(
+                name: "thumbnail-cache-size", value: "SIZE",
+                help: "the most bytes of thumbnails one mount writes, e.g. 50M (default 200M)", mountOption: true),
+            OptionSpec(
                 name: "read-buffer-memory", value: "SIZE",
                 help: "cap of the memory used for read-ahead buffers (default 256M)", mountOption: true),
             OptionSpec(

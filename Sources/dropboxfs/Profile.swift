@@ -62,6 +62,10 @@ struct Profile: Sendable, Equatable {
         return name.map { base + "/profiles/" + $0 } ?? base
     }
 
+    /// The freedesktop thumbnail cache file managers read (`$XDG_CACHE_HOME/thumbnails`): the
+    /// user's, whatever the profile.
+    var thumbnailFolder: String { xdg("XDG_CACHE_HOME", default: ".cache") + "/thumbnails" }
+
     /// The folder of the background daemon's log.
     var stateFolder: String { xdg("XDG_STATE_HOME", default: ".local/state") + "/dropboxfs" }
 
