@@ -1,0 +1,184 @@
+"""Thumbnails without downloads (docs/SEMANTICS.md "Thumbnails"): when a file manager lists a folder,
+Dropbox's thumbnails of its images are written to the freedesktop thumbnail cache,
+$XDG_CACHE_HOME/thumbnails/normal/<md5 of the file URI>.png, with Thumb::URI and Thumb::MTime, so
+the file manager shows them without reading the images. The "file manager" here is a copy of ls
+named pcmanfm: the daemon decides by the requesting process's name. find, du and ls never cost a
+thumbnail request. The fake's --photos 60 makes /Camera Uploads with IMG_0001.jpg ... IMG_0060.jpg
+(2-6 MiB), PANO_0001.jpg (over Dropbox's 20 MiB limit) and notes.txt.
+"""
+
+import hashlib
+import math
+import os
+import shutil
+import stat
+import struct
+import time
+import zlib
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from helpers import run, stat_paths, wait_for_fill, wait_until
+
+PHOTOS = 60
+FOLDER = "Camera Uploads"
+ROUTE = "files/get_thumbnail_batch"
+
+
+def file_uri(path):
+    """The URI GLib's g_filename_to_uri gives an absolute path: ASCII letters, digits and
+    !$&'()*+,-./:=@_~ kept, every other byte %XX (upper-case hex)."""
+    return "file://" + quote(os.fsencode(path), safe="/!$&'()*+,:=@~")
+
+
+def cache_name(path):
+    return hashlib.md5(file_uri(path).encode("ascii")).hexdigest() + ".png"
+
+
+def png_text(data):
+    """The tEXt entries of a PNG, after checking its chunks: signature, every CRC, IHDR first,
+    IEND last, an image that inflates to the size IHDR promises (8-bit RGB or RGBA), at most
+    128 pixels a side (the standard's normal size)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    i, chunks = 8, []
+    while i < len(data):
+        length, kind = struct.unpack(">I4s", data[i:i + 8])
+        body = data[i + 8:i + 8 + length]
+        (crc,) = struct.unpack(">I", data[i + 8 + length:i + 12 + length])
+        assert zlib.crc32(kind + body) == crc, f"bad CRC in {kind!r}"
+        chunks.append((kind, body))
+        i += 12 + length
+    kinds = [k for k, _ in chunks]
+    assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND", kinds
+    text_positions = [n for n, k in enumerate(kinds) if k == b"tEXt"]
+    assert text_positions and max(text_positions) < kinds.index(b"IDAT"), "tEXt after IDAT"
+    width, height, depth, colour = struct.unpack(">IIBB", chunks[0][1][:10])
+    assert 0 < width <= 128 and 0 < height <= 128, (width, height)
+    channels = {2: 3, 6: 4}[colour]
+    assert depth == 8
+    pixels = zlib.decompress(b"".join(b for k, b in chunks if k == b"IDAT"))
+    assert len(pixels) == height * (1 + width * channels)
+    return dict(b.split(b"\0", 1) for k, b in chunks if k == b"tEXt")
+
+
+def thumbnail_dir(tmp_path):
+    # mount_factory runs the daemon with XDG_CACHE_HOME=<tmp_path>/xdg-cache.
+    return tmp_path / "xdg-cache" / "thumbnails" / "normal"
+
+
+def written(tmp_path):
+    folder = thumbnail_dir(tmp_path)
+    return sorted(os.listdir(folder)) if folder.exists() else []
+
+
+def file_manager(tmp_path):
+    """A copy of ls named pcmanfm: to the daemon, a file manager listing a folder."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    program = folder / "pcmanfm"
+    if not program.exists():
+        shutil.copy2(shutil.which("ls"), program)
+    return program
+
+
+def thumbnail_requests(fake):
+    return fake.stats()["routes"].get(ROUTE, 0)
+
+
+def photo_names():
+    return [f"IMG_{i:04d}.jpg" for i in range(1, PHOTOS + 1)]
+
+
+def wait_for_thumbnails(tmp_path, count, timeout=20):
+    wait_until(lambda: len(written(tmp_path)) >= count, timeout=timeout,
+               message=f"{count} thumbnails in {thumbnail_dir(tmp_path)} (have {len(written(tmp_path))})")
+    time.sleep(0.5)  # nothing more may follow
+
+
+def test_find_du_and_ls_never_ask_for_thumbnails(fake_factory, mount_factory, tmp_path):
+    fake = fake_factory("--photos", str(PHOTOS))
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    photos = os.path.join(m.path, FOLDER)
+    for cmd in (["find", m.path], ["du", "-s", m.path], ["ls", "-l", photos], ["ls", "-la", m.path],
+                ["stat", os.path.join(photos, "IMG_0001.jpg")]):
+        r = run(*cmd, timeout=60)
+        assert r.returncode == 0, (cmd, r.stderr)
+    time.sleep(1.5)
+    assert thumbnail_requests(fake) == 0, fake.stats()["routes"]
+    assert not (tmp_path / "xdg-cache" / "thumbnails").exists(), written(tmp_path)
+
+
+def test_a_file_manager_listing_writes_one_thumbnail_per_photo(fake_factory, mount_factory, tmp_path):
+    fake = fake_factory("--photos", str(PHOTOS))
+    m = mount_factory(fake)
+    mount = os.path.realpath(m.path)
+    photos = os.path.join(mount, FOLDER)
+    fake.reset_stats()
+    r = run(file_manager(tmp_path), photos)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.decode().split("\n")[:-1]) == sorted(photo_names() + ["PANO_0001.jpg", "notes.txt"])
+    wait_for_thumbnails(tmp_path, PHOTOS)
+
+    folder = thumbnail_dir(tmp_path)
+    paths = [os.path.join(photos, name) for name in photo_names()]
+    assert written(tmp_path) == sorted(cache_name(p) for p in paths)
+    mtimes = stat_paths(paths)
+    for path in paths:
+        thumbnail = folder / cache_name(path)
+        text = png_text(thumbnail.read_bytes())
+        assert text[b"Thumb::URI"].decode() == file_uri(path)
+        assert int(text[b"Thumb::MTime"]) == mtimes[path][2], path
+        assert int(text[b"Thumb::Size"]) == mtimes[path][1], path
+        assert stat.S_IMODE(thumbnail.stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for other in ("PANO_0001.jpg", "notes.txt"):
+        assert not (folder / cache_name(os.path.join(photos, other))).exists(), other
+
+    stats = fake.stats()
+    assert stats["routes"].get(ROUTE, 0) == math.ceil(PHOTOS / 25), stats["routes"]
+    assert stats["thumbnails"]["success"] == PHOTOS, stats["thumbnails"]
+    assert stats["thumbnails"]["failure"] == 0, "PANO and notes.txt are never asked for"
+    assert stats["routes"].get("files/download", 0) == 0, stats["routes"]
+
+
+def test_no_thumbnails_writes_nothing(fake_factory, mount_factory, tmp_path):
+    fake = fake_factory("--photos", str(PHOTOS))
+    m = mount_factory(fake, "--no-thumbnails")
+    r = run(file_manager(tmp_path), os.path.join(m.path, FOLDER))
+    assert r.returncode == 0, r.stderr
+    time.sleep(1.5)
+    assert thumbnail_requests(fake) == 0
+    assert not (tmp_path / "xdg-cache" / "thumbnails").exists()
+
+
+def test_a_changed_photo_gets_a_new_thumbnail(fake_factory, mount_factory, tmp_path):
+    fake = fake_factory("--photos", str(PHOTOS))
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    photos = os.path.join(os.path.realpath(m.path), FOLDER)
+    run(file_manager(tmp_path), photos)
+    wait_for_thumbnails(tmp_path, PHOTOS)
+    changed = os.path.join(photos, "IMG_0007.jpg")
+    thumbnail = thumbnail_dir(tmp_path) / cache_name(changed)
+    before = png_text(thumbnail.read_bytes())
+    old_mtime = stat_paths([changed])[changed][2]
+
+    fake.reset_stats()
+    fake.add_file(f"/{FOLDER}/IMG_0007.jpg", size=3_000_000, seed=77, client_modified=old_mtime + 3600)
+    # The watcher applies the change and drops the kernel's cached listing of the folder.
+    wait_until(lambda: stat_paths([changed])[changed][2] == old_mtime + 3600, timeout=15,
+               message="the new revision's mtime")
+    r = run(file_manager(tmp_path), photos)
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: png_text(thumbnail.read_bytes())[b"Thumb::MTime"] != before[b"Thumb::MTime"],
+               timeout=20, message="a new thumbnail of the changed photo")
+    after = png_text(thumbnail.read_bytes())
+    assert int(after[b"Thumb::MTime"]) == old_mtime + 3600 == stat_paths([changed])[changed][2]
+    time.sleep(0.5)
+    stats = fake.stats()
+    assert stats["routes"].get(ROUTE, 0) == 1 and stats["thumbnails"]["success"] == 1, stats
+    assert stats["routes"].get("files/download", 0) == 0
+    assert len(written(tmp_path)) == PHOTOS
