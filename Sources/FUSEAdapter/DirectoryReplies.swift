@@ -4,7 +4,9 @@
 // listing to other requests waiting for it). readdirplus entries count as kernel lookups only when
 // they fit in the buffer ("." and ".." carry inode 0 so they count as none). A listing started by
 // a file manager (the first piece, or an answered opendir) asks the core for the folder's
-// thumbnails (FileManagers.swift).
+// thumbnails (FileManagers.swift) and is answered once they are written, or after a short wait:
+// a file manager looks for thumbnails as soon as it has the listing, and reads every image whose
+// thumbnail is not there yet.
 
 import CFuse
 import DropboxFS
@@ -22,8 +24,9 @@ enum DirectoryReplies {
             request.fail(errno: ENOSYS)  // "success, and no more opendir or releasedir"
             return
         }
-        noteListing(request, ino: ino)
-        whenListed(request, ino: ino) { request in replyOpendir(request, ino: ino, info: info) }
+        whenListed(request, ino: ino, thumbnailsFirst: isFileManager(request)) { request in
+            replyOpendir(request, ino: ino, info: info)
+        }
     }
 
     private static func replyOpendir(_ request: FUSERequest, ino: UInt64, info: FileInfo) {
@@ -37,38 +40,50 @@ enum DirectoryReplies {
     }
 
     static func readdir(_ request: FUSERequest, ino: UInt64, size: Int, offset: Int, plus: Bool) {
-        if offset == 0 { noteListing(request, ino: ino) }
         // Later pieces are served from the listing the first one came from, even once it expired.
-        whenListed(request, ino: ino, expiredIsReady: offset != 0) { request in
+        let first = offset == 0
+        whenListed(request, ino: ino, expiredIsReady: !first, thumbnailsFirst: first && isFileManager(request)) { request in
             fill(request, ino: ino, size: size, offset: offset, plus: plus)
         }
     }
 
-    /// A file manager starting to list a folder wants its thumbnails; nobody else does.
-    private static func noteListing(_ request: FUSERequest, ino: UInt64) {
+    /// Whether the request comes from a file manager, which wants thumbnails (only asked while the
+    /// core writes them).
+    private static func isFileManager(_ request: FUSERequest) -> Bool {
         let fs = request.filesystem
-        guard fs.core.wantsThumbnails else { return }
+        guard fs.core.wantsThumbnails else { return false }
         let caller = request.caller
-        if fs.fileManagers.isFileManager(pid: caller.pid, uid: caller.uid) { fs.core.thumbnailsWanted(folder: ino) }
+        return fs.fileManagers.isFileManager(pid: caller.pid, uid: caller.uid)
     }
 
     /// Calls `reply` once the folder can be served: on this thread when it is listed, else from a
-    /// Task once it is. A failure answers the request instead.
+    /// Task once it is. With `thumbnailsFirst`, from a Task once the core wrote the folder's
+    /// thumbnails (or gave up waiting for them). A failure answers the request instead.
     private static func whenListed(
-        _ request: FUSERequest, ino: UInt64, expiredIsReady: Bool = false,
+        _ request: FUSERequest, ino: UInt64, expiredIsReady: Bool = false, thumbnailsFirst: Bool = false,
         _ reply: @escaping @Sendable (FUSERequest) -> Void
     ) {
         let core = request.filesystem.core
-        do {
-            if try core.isDirectoryReady(ino, expiredIsReady: expiredIsReady) {
-                reply(request)
+        if !thumbnailsFirst {
+            do {
+                if try core.isDirectoryReady(ino, expiredIsReady: expiredIsReady) {
+                    reply(request)
+                    return
+                }
+            } catch {
+                request.fail(error)
                 return
             }
-        } catch {
-            request.fail(error)
-            return
         }
         request.later { request in
+            if thumbnailsFirst {
+                await core.thumbnailsWanted(folder: ino)
+                // Interrupted while it waited (the thumbnails go on).
+                if Task.isCancelled {
+                    request.fail(FilesystemError.interrupted)
+                    return
+                }
+            }
             do {
                 try await core.prepareDirectory(ino)
                 reply(request)

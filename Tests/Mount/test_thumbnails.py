@@ -1,5 +1,6 @@
 """Thumbnails without downloads (docs/SEMANTICS.md "Thumbnails"): when a file manager lists a folder,
-Dropbox's thumbnails of its images are written to the freedesktop thumbnail cache,
+Dropbox's thumbnails of its images are written to the freedesktop thumbnail cache (before the
+listing is answered, for up to 2 s),
 $XDG_CACHE_HOME/thumbnails/normal/<md5 of the file URI>.png, with Thumb::URI and Thumb::MTime, so
 the file manager shows them without reading the images. The "file manager" here is a copy of ls
 named pcmanfm: the daemon decides by the requesting process's name. find, du and ls never cost a
@@ -120,6 +121,9 @@ def test_a_file_manager_listing_writes_one_thumbnail_per_photo(fake_factory, mou
     r = run(file_manager(tmp_path), photos)
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.decode().split("\n")[:-1]) == sorted(photo_names() + ["PANO_0001.jpg", "notes.txt"])
+    # The listing was answered once the thumbnails were written (or after 2 s): a file manager looks
+    # for them as soon as it has the listing. The first batch at least is there by then.
+    assert len(written(tmp_path)) >= 25, written(tmp_path)
     wait_for_thumbnails(tmp_path, PHOTOS)
 
     folder = thumbnail_dir(tmp_path)
@@ -182,3 +186,28 @@ def test_a_changed_photo_gets_a_new_thumbnail(fake_factory, mount_factory, tmp_p
     assert stats["routes"].get(ROUTE, 0) == 1 and stats["thumbnails"]["success"] == 1, stats
     assert stats["routes"].get("files/download", 0) == 0
     assert len(written(tmp_path)) == PHOTOS
+
+
+def test_a_stalled_dropbox_holds_a_file_managers_listing_briefly(fake_factory, mount_factory, tmp_path):
+    fake = fake_factory("--photos", "10")
+    fake.add_file("/More/a.jpg", size=5000, seed=1)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    fake.add_fault(ROUTE, "stall", stall_seconds=60, count=0)
+    start = time.monotonic()
+    r = run(file_manager(tmp_path), os.path.join(m.path, FOLDER))
+    took = time.monotonic() - start
+    assert r.returncode == 0, r.stderr
+    assert 1.5 <= took < 10, f"the listing waited {took:.1f} s for the thumbnails (2 s at most)"
+    assert len(r.stdout.split(b"\n")) == 10 + 2 + 1
+    # Interrupted while it waits, it ends at once.
+    start = time.monotonic()
+    r = run("timeout", "-s", "INT", "0.3", file_manager(tmp_path), os.path.join(m.path, "More"))
+    took = time.monotonic() - start
+    assert r.returncode == 124, (r.returncode, r.stdout, r.stderr)
+    assert took < 1.5, f"an interrupted listing took {took:.1f} s"
+    # Others never wait.
+    start = time.monotonic()
+    assert run("ls", os.path.join(m.path, "More")).stdout == b"a.jpg\n"
+    assert time.monotonic() - start < 1.5
+    assert not (tmp_path / "xdg-cache" / "thumbnails").exists()

@@ -1,5 +1,6 @@
-// The core's side of thumbnails: the adapter reports that a file manager listed a folder, and the
-// writer (ThumbnailWriter.swift) gets the folder's image files from the tree. Deciding which
+// The core's side of thumbnails: the adapter reports that a file manager is listing a folder (and
+// holds that listing until the thumbnails are written, briefly), and the writer
+// (ThumbnailWriter.swift) gets the folder's image files from the tree. Deciding which
 // process is a file manager is the adapter's business; what to fetch and write is the core's.
 
 import DropboxAPI
@@ -9,11 +10,13 @@ extension Filesystem {
     /// on, and the writer has not stopped (its cap reached, or its folder not writable).
     public var wantsThumbnails: Bool { thumbnails?.isActive ?? false }
 
-    /// A file manager listed this folder: fetch Dropbox's thumbnails of its images into the
-    /// thumbnail cache, in the background. Returns at once.
-    public func thumbnailsWanted(folder inode: UInt64) {
+    /// A file manager is listing this folder: fetch Dropbox's thumbnails of its images into the
+    /// thumbnail cache. Returns once they are written, or after `listingWait` seconds (the work
+    /// goes on), or when the calling task is cancelled (its request was interrupted).
+    public func thumbnailsWanted(folder inode: UInt64) async {
         guard let thumbnails, let index = try? Self.index(inode) else { return }
-        thumbnails.wanted(folder: index) { [self] folder in await thumbnailSources(folder: folder) }
+        let done = thumbnails.wanted(folder: index) { [self] folder in await thumbnailSources(folder: folder) }
+        _ = await done?.wait(seconds: thumbnails.options.listingWait)
     }
 
     /// The files of a folder Dropbox can make thumbnails of (listing the folder first when

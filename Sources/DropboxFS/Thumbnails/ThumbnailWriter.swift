@@ -4,7 +4,10 @@
 // the folder's images (files/get_thumbnail_batch, 25 a request) where file managers look first: the
 // freedesktop thumbnail cache, `$XDG_CACHE_HOME/thumbnails/normal/<md5 of the URI>.png`, carrying
 // the Thumb::URI and Thumb::MTime the standard asks for. A file manager that finds a current one
-// there shows it and reads nothing.
+// there shows it and reads nothing. It looks as soon as it has the listing, so the listing waits
+// for the folder's thumbnails (`listingWait`, 2 s at most; the adapter answers it from a task):
+// PCManFM, shown its first folder of 60 photos while the thumbnails were still on their way,
+// read every photo anyway.
 //
 // Work is a queue of folders, the most recently shown first (a folder shown again moves to the
 // front), each worked through in batches by one worker task: one batch in flight at a time, so
@@ -14,8 +17,8 @@
 // what it always did). The bytes this daemon writes are capped (`capacity`); past the cap it writes
 // nothing more, and says so once.
 //
-// Locking: `state` (a Mutex) guards the queue, the worker's running flag and task, and the bytes
-// written. It is never held across an await, a request or disk I/O. Disk work (checking and
+// Locking: `state` (a Mutex) guards the queue (with each folder's completion signal, fired once
+// it leaves the queue), the worker's running flag and task, and the bytes written. It is never held across an await, a request or disk I/O. Disk work (checking and
 // writing cache files) runs on `disk`, a serial queue outside Swift's cooperative pool.
 
 import Dispatch
@@ -30,11 +33,15 @@ public struct ThumbnailOptions: Sendable, Equatable {
     public var folder: String
     /// The most bytes of thumbnails this mount writes.
     public var capacity: UInt64
+    /// How long a file manager's listing waits for the folder's thumbnails (seconds): it looks for
+    /// them as soon as it has the listing, and reads the images whose thumbnail is not there yet.
+    public var listingWait: Double
 
-    public init(mountpoint: String, folder: String, capacity: UInt64 = 200 << 20) {
+    public init(mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, listingWait: Double = 2) {
         self.mountpoint = mountpoint
         self.folder = folder
         self.capacity = capacity
+        self.listingWait = listingWait
     }
 }
 
@@ -57,10 +64,13 @@ final class ThumbnailWriter: Sendable {
     }
 
     /// A folder waiting for thumbnails; `pending` is nil until its images were checked on disk.
+    /// A job stays queued while its last batch is written, and `done` fires when it leaves the
+    /// queue (written, failed, dropped or stopped).
     private struct Job {
         var folder: UInt32
         var id: UInt64
         var pending: [Pending]?
+        let done = CompletionSignal()
     }
 
     private struct State {
@@ -77,7 +87,7 @@ final class ThumbnailWriter: Sendable {
 
     private enum Step {
         case check(folder: UInt32, job: UInt64)
-        case fetch([Pending])
+        case fetch([Pending], job: UInt64)
     }
 
     /// Folders waiting beyond this many are forgotten, the oldest first: the user moved on.
@@ -107,34 +117,46 @@ final class ThumbnailWriter: Sendable {
     var isIdle: Bool { state.withLock { !$0.running && $0.queue.isEmpty } }
 
     /// A file manager showed `folder`: queue it first. `sources` gives the folder's image files
-    /// (listing it when needed), nil when it is gone.
-    func wanted(folder: UInt32, sources: @escaping @Sendable (UInt32) async -> [ThumbnailSource]?) {
-        let start = state.withLock { s -> Bool in
-            guard !s.finished else { return false }
+    /// (listing it when needed), nil when it is gone. Returns the signal fired once the folder's
+    /// thumbnails are written (or given up), nil when nothing is written any more.
+    @discardableResult
+    func wanted(folder: UInt32, sources: @escaping @Sendable (UInt32) async -> [ThumbnailSource]?)
+        -> CompletionSignal?
+    {
+        let (done, dropped, start) = state.withLock { s -> (CompletionSignal?, [Job], Bool) in
+            guard !s.finished else { return (nil, [], false) }
+            var dropped: [Job] = []
             if let index = s.queue.firstIndex(where: { $0.folder == folder }) {
                 s.queue.insert(s.queue.remove(at: index), at: 0)
             } else {
                 s.nextID += 1
                 s.queue.insert(Job(folder: folder, id: s.nextID, pending: nil), at: 0)
-                if s.queue.count > Self.queueLimit { s.queue.removeLast(s.queue.count - Self.queueLimit) }
+                if s.queue.count > Self.queueLimit {
+                    dropped = Array(s.queue[Self.queueLimit...])
+                    s.queue.removeLast(s.queue.count - Self.queueLimit)
+                }
             }
-            guard !s.running else { return false }
+            let start = !s.running
             s.running = true
-            return true
+            return (s.queue[0].done, dropped, start)
         }
-        guard start else { return }
-        let worker = Task { await self.work(sources: sources) }
-        state.withLock { $0.worker = worker }
+        for job in dropped { job.done.fire() }
+        if start {
+            let worker = Task { await self.work(sources: sources) }
+            state.withLock { $0.worker = worker }
+        }
+        return done
     }
 
     /// Stops the worker (at unmount); nothing is queued or written afterwards.
     func stop() {
-        let worker = state.withLock { s -> Task<Void, Never>? in
+        let (worker, dropped) = state.withLock { s -> (Task<Void, Never>?, [Job]) in
             s.finished = true
-            s.queue = []
-            return s.worker
+            defer { s.queue = [] }
+            return (s.worker, s.queue)
         }
         worker?.cancel()
+        for job in dropped { job.done.fire() }
     }
 
     private func work(sources: @Sendable (UInt32) async -> [ThumbnailSource]?) async {
@@ -144,16 +166,29 @@ final class ThumbnailWriter: Sendable {
                 let pending = await check(await sources(folder) ?? [])
                 state.withLock { s in
                     guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
-                    if pending.isEmpty {
-                        s.queue.remove(at: index)
-                    } else {
-                        s.queue[index].pending = pending
+                    s.queue[index].pending = pending
+                }
+                finishIfDone(id)
+            case .fetch(let batch, let id):
+                if await !fetch(batch) {
+                    state.withLock { s in
+                        if let index = s.queue.firstIndex(where: { $0.id == id }) { s.queue[index].pending = [] }
                     }
                 }
-            case .fetch(let batch):
-                await fetch(batch)
+                finishIfDone(id)
             }
         }
+    }
+
+    /// Takes job `id` out of the queue once nothing is left to fetch for it, and tells its waiters.
+    private func finishIfDone(_ id: UInt64) {
+        let done = state.withLock { s -> CompletionSignal? in
+            guard let index = s.queue.firstIndex(where: { $0.id == id }), s.queue[index].pending?.isEmpty == true else {
+                return nil
+            }
+            return s.queue.remove(at: index).done
+        }
+        done?.fire()
     }
 
     /// The next thing to do for the folder at the front, or nil (the worker then ends).
@@ -165,14 +200,11 @@ final class ThumbnailWriter: Sendable {
                 return nil
             }
             guard var pending = job.pending else { return .check(folder: job.folder, job: job.id) }
+            // Never empty here: a job whose last batch was written has left the queue.
             let batch = Array(pending.prefix(ThumbnailArg.batchLimit))
             pending.removeFirst(batch.count)
-            if pending.isEmpty {
-                s.queue.removeFirst()
-            } else {
-                s.queue[0].pending = pending
-            }
-            return .fetch(batch)
+            s.queue[0].pending = pending
+            return .fetch(batch, job: job.id)
         }
     }
 
@@ -192,17 +224,18 @@ final class ThumbnailWriter: Sendable {
         return pending
     }
 
-    /// Fetches one batch and writes what came back.
-    private func fetch(_ batch: [Pending]) async {
+    /// Fetches one batch and writes what came back; false when the request failed (the rest of
+    /// the folder is then left to the file manager).
+    private func fetch(_ batch: [Pending]) async -> Bool {
         let arguments = batch.map { ThumbnailArg(path: "rev:" + $0.source.rev, format: .png, size: Self.size) }
         let results: [Result<[UInt8], ThumbnailFailure>]
         do {
             results = try await client.getThumbnailBatch(arguments)
         } catch {
             if !Task.isCancelled {
-                Log.info("thumbnails: Dropbox did not send those of \(batch.count) images in \(Self.folder(of: batch[0])) (\(error)); the file manager makes its own")
+                Log.info("thumbnails: Dropbox did not send those of the images in \(Self.folder(of: batch[0])) (\(error)); the file manager makes its own")
             }
-            return
+            return false
         }
         var files: [(Pending, [UInt8])] = []
         for (item, result) in zip(batch, results) {
@@ -221,7 +254,7 @@ final class ThumbnailWriter: Sendable {
                 Log.debug("thumbnails: none for \(Log.quoted(item.source.path)) (\(failure))")
             }
         }
-        guard !files.isEmpty else { return }
+        guard !files.isEmpty else { return true }
         let cache = self.cache
         let written = files
         await onDisk {
@@ -233,6 +266,7 @@ final class ThumbnailWriter: Sendable {
                 }
             }
         }
+        return true
     }
 
     /// The quoted folder path of an image, for log lines.
@@ -259,13 +293,14 @@ final class ThumbnailWriter: Sendable {
 
     /// Stops fetching and writing, with one log line.
     private func finish(_ level: LogLevel, _ why: String) {
-        let first = state.withLock { s -> Bool in
+        let (first, dropped) = state.withLock { s -> (Bool, [Job]) in
             defer {
                 s.finished = true
                 s.queue = []
             }
-            return !s.finished
+            return (!s.finished, s.queue)
         }
+        for job in dropped { job.done.fire() }
         guard first else { return }
         if level == .warning { Log.warning(why) } else { Log.info(why) }
     }

@@ -28,17 +28,23 @@ extension ThumbnailTests {
             let folder: String
             var normal: String { folder + "/normal" }
 
-            init(_ fake: InMemoryDropbox, capacity: UInt64 = 200 << 20, listingTTL: Double = .infinity) {
+            init(
+                _ fake: InMemoryDropbox, capacity: UInt64 = 200 << 20, listingTTL: Double = .infinity,
+                listingWait: Double = 60
+            ) {
                 self.fake = fake
                 client = FaultInjectingClient(fake)
                 folder = FileManager.default.temporaryDirectory.path + "/thumbs-\(UUID().uuidString)/thumbnails"
                 var options = CoreTests.options(folderListingTTL: listingTTL)
-                options.thumbnails = ThumbnailOptions(mountpoint: WriterTests.mountpoint, folder: folder, capacity: capacity)
+                options.thumbnails = ThumbnailOptions(
+                    mountpoint: WriterTests.mountpoint, folder: folder, capacity: capacity, listingWait: listingWait)
                 fs = Filesystem(client: client, options: options)
             }
 
+            /// What a file manager's listing does: returns once the thumbnails are written (or
+            /// after `listingWait`).
             func show(_ path: String) async throws {
-                fs.thumbnailsWanted(folder: try await CoreTests.inode(fs, path))
+                await fs.thumbnailsWanted(folder: try await CoreTests.inode(fs, path))
             }
 
             func settle() async throws {
@@ -177,12 +183,14 @@ extension ThumbnailTests {
             let a = try await CoreTests.inode(setup.fs, "/a")
             let b = try await CoreTests.inode(setup.fs, "/b")
             setup.client.hold(.getThumbnailBatch)
-            setup.fs.thumbnailsWanted(folder: a)
+            let showA = Task { await setup.fs.thumbnailsWanted(folder: a) }
             try await CoreTests.waitUntil("the first batch of /a is in flight") { setup.client.heldCalls(.getThumbnailBatch) == 1 }
-            setup.fs.thumbnailsWanted(folder: b)
+            let showB = Task { await setup.fs.thumbnailsWanted(folder: b) }
             try await Task.sleep(for: .milliseconds(50))
             #expect(setup.client.heldCalls(.getThumbnailBatch) == 1, "one batch in flight at a time")
             setup.client.release(.getThumbnailBatch)
+            await showA.value
+            await showB.value
             try await setup.settle()
             func revs(_ folder: String) -> Set<String> {
                 Set(fake.entries.compactMap { entry in
@@ -237,18 +245,58 @@ extension ThumbnailTests {
             #expect(!FileManager.default.fileExists(atPath: setup.folder), "not even the folder is made")
         }
 
-        @Test func failuresAndUnreachableDropboxLeaveTheRestAlone() async throws {
+        @Test func aFailedRequestLeavesTheFolderToTheFileManager() async throws {
             let fake = InMemoryDropbox()
             Self.photos(fake, 30, in: "/p")
+            Self.photos(fake, 3, in: "/q")
             let setup = Setup(fake)
             defer { setup.remove() }
             setup.client.failNext(.getThumbnailBatch, with: .serverError(status: 503))
             try await setup.show("/p")
             try await setup.settle()
-            // The first batch failed as a whole; the second one was written.
-            #expect(setup.client.callCount(.getThumbnailBatch) == 2)
-            #expect(setup.cacheFiles.count == 5)
+            // The first batch failed as a whole: the rest of the folder is not asked for.
+            #expect(setup.client.callCount(.getThumbnailBatch) == 1)
+            #expect(setup.cacheFiles.isEmpty)
+            // The next folder is tried as usual.
             #expect(setup.fs.wantsThumbnails)
+            try await setup.show("/q")
+            #expect(setup.cacheFiles.count == 3)
+        }
+
+        @Test func theListingWaitsForTheThumbnailsButNotLong() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 30, in: "/p")
+            Self.photos(fake, 3, in: "/q")
+            let setup = Setup(fake, listingWait: 0.3)
+            defer { setup.remove() }
+            // Answered once written: every file is there when the listing would be answered.
+            try await setup.show("/p")
+            #expect(setup.cacheFiles.count == 30)
+            // A stalled Dropbox holds the listing for `listingWait` only; the work goes on.
+            setup.client.hold(.getThumbnailBatch)
+            let start = ContinuousClock.now
+            try await setup.show("/q")
+            let waited = ContinuousClock.now - start
+            #expect(waited >= .milliseconds(250) && waited < .seconds(5), "\(waited)")
+            #expect(setup.client.heldCalls(.getThumbnailBatch) == 1)
+            setup.client.release(.getThumbnailBatch)
+            try await setup.settle()
+            #expect(setup.cacheFiles.count == 33)
+        }
+
+        @Test func unmountingEndsTheWait() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 3, in: "/p")
+            let setup = Setup(fake)
+            defer { setup.remove() }
+            setup.client.hold(.getThumbnailBatch)
+            let listing = Task { try await setup.show("/p") }
+            try await CoreTests.waitUntil("the batch is in flight") { setup.client.heldCalls(.getThumbnailBatch) == 1 }
+            setup.fs.stop()
+            try await listing.value
+            try await CoreTests.waitUntil("the held request was cancelled") { setup.client.cancelledCalls(.getThumbnailBatch) == 1 }
+            #expect(setup.cacheFiles.isEmpty)
+            #expect(!setup.fs.wantsThumbnails)
         }
 
         @Test func offWithoutOptions() async throws {
@@ -256,7 +304,7 @@ extension ThumbnailTests {
             Self.photos(fake, 2, in: "/p")
             let fs = Filesystem(client: fake, options: CoreTests.options())
             #expect(!fs.wantsThumbnails)
-            fs.thumbnailsWanted(folder: try await CoreTests.inode(fs, "/p"))
+            await fs.thumbnailsWanted(folder: try await CoreTests.inode(fs, "/p"))
             #expect(fake.callCount(.getThumbnailBatch) == 0)
         }
     }
