@@ -18,8 +18,9 @@
 // nothing more, and says so once.
 //
 // Locking: `state` (a Mutex) guards the queue (with each folder's completion signal, fired once
-// it leaves the queue), the worker's running flag and task, and the bytes written. It is never held across an await, a request or disk I/O. Disk work (checking and
-// writing cache files) runs on `disk`, a serial queue outside Swift's cooperative pool.
+// it leaves the queue), the worker's running flag and task, and the bytes written. It is never
+// held across an await, a request or disk I/O. Disk work (checking and writing cache files) runs
+// on `disk`, a serial queue outside Swift's cooperative pool.
 
 import Dispatch
 import DropboxAPI
@@ -78,7 +79,7 @@ final class ThumbnailWriter: Sendable {
         var queue: [Job] = []
         var nextID: UInt64 = 0
         var running = false
-        /// The worker, for `stop` (may be a finished one).
+        /// The running worker, for `stop`.
         var worker: Task<Void, Never>?
         var written: UInt64 = 0
         /// The cap was reached, or writing failed: nothing more is fetched or written.
@@ -123,8 +124,8 @@ final class ThumbnailWriter: Sendable {
     func wanted(folder: UInt32, sources: @escaping @Sendable (UInt32) async -> [ThumbnailSource]?)
         -> CompletionSignal?
     {
-        let (done, dropped, start) = state.withLock { s -> (CompletionSignal?, [Job], Bool) in
-            guard !s.finished else { return (nil, [], false) }
+        let (done, dropped) = state.withLock { s -> (CompletionSignal?, [Job]) in
+            guard !s.finished else { return (nil, []) }
             var dropped: [Job] = []
             if let index = s.queue.firstIndex(where: { $0.folder == folder }) {
                 s.queue.insert(s.queue.remove(at: index), at: 0)
@@ -136,15 +137,15 @@ final class ThumbnailWriter: Sendable {
                     s.queue.removeLast(s.queue.count - Self.queueLimit)
                 }
             }
-            let start = !s.running
-            s.running = true
-            return (s.queue[0].done, dropped, start)
+            if !s.running {
+                // Started under the lock, so `worker` is always the running one (its first step
+                // waits for the lock).
+                s.running = true
+                s.worker = Task { await self.work(sources: sources) }
+            }
+            return (s.queue[0].done, dropped)
         }
         for job in dropped { job.done.fire() }
-        if start {
-            let worker = Task { await self.work(sources: sources) }
-            state.withLock { $0.worker = worker }
-        }
         return done
     }
 
