@@ -251,9 +251,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             st.record(route, self.command, None, rng, req.has_auth, kind)
 
         reply, truncate_at = self.faulted(st, route, rule, body, produce, on_abort)
+        # Recorded before the reply goes out: a client that reads the log or the stats right
+        # after its reply arrived must find its request there.
+        st.record(route, self.command, reply.status, rng, req.has_auth, kind)
         n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth)
         st.add_bytes(n)
-        st.record(route, self.command, reply.status, rng, req.has_auth, kind)
         return reply.status, n
 
     def faulted(self, st, route, rule, body, produce, on_abort):
