@@ -105,13 +105,13 @@ extension Filesystem {
             first = try await syncClient.listFolderGetLatestCursor(
                 ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
         } catch {
-            noteFillFailure(error)
+            if !Task.isCancelled { noteFillFailure(error) }
             return nil
         }
         do throws(FilesystemError) {
             try await listAloneForFill(MetadataTree.rootIndex)
         } catch {
-            noteFillFailure(error)
+            if !Task.isCancelled { noteFillFailure(error) }
             return nil
         }
         let plan = state.withLock { s -> [RecursiveListing]? in
@@ -172,17 +172,6 @@ extension Filesystem {
         return FillResult(cursor: cursor, needsCatchUp: false)
     }
 
-    /// A recursive listing of `folder`, registered (requests wait for it) but not started.
-    fileprivate func planRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
-        if s.recursiveListings[folder] != nil { return nil }
-        guard let node = s.tree.node(folder), node.attached, node.kind == .folder else { return nil }
-        let listing = RecursiveListing(
-            top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow(), ticket: s.changeReplay.begin())
-        s.nextEpoch += 1
-        s.recursiveListings[folder] = listing
-        return listing
-    }
-
     /// Runs the queued branches, at most `parallelism` at once, until none is left. Returns false
     /// when cancelled. A branch that fails is queued again after a pause.
     private func runBranches() async -> Bool {
@@ -228,11 +217,7 @@ extension Filesystem {
                 Log.debug("the listing of a branch ended with \(error): the changes since the cursor settle it")
             } else {
                 failed = true
-                let failures = state.withLock { s in
-                    s.progress.fillFailures += 1
-                    s.progress.lastFailure = String(describing: error)
-                    return s.progress.fillFailures
-                }
+                let failures = noteFillFailure(error)
                 try? await Task.sleep(for: .seconds(Self.retryDelay(failures: failures) * options.fillRetryScale))
             }
         }
@@ -262,14 +247,6 @@ extension Filesystem {
             applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, invalidations: &invalidated)
         }
         invalidations.publish(invalidated)
-    }
-
-    private func noteFillFailure(_ error: any Error) {
-        if Task.isCancelled { return }
-        state.withLock { s in
-            s.progress.fillFailures += 1
-            s.progress.lastFailure = String(describing: error)
-        }
     }
 }
 

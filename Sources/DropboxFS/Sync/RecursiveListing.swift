@@ -30,14 +30,33 @@ extension Filesystem {
     /// Starts a recursive listing of `folder` unless one runs; call with the state lock held.
     func startRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
         if let running = s.recursiveListings[folder] { return running }
+        guard let listing = planRecursiveListing(folder, in: &s) else { return nil }
+        let path = s.tree.listingPath(of: folder)
+        s.listingTasks[folder] = Task { await self.runRecursiveListing(listing, path: path) }
+        return listing
+    }
+
+    /// A recursive listing of `folder`, registered (requests wait for it) but not started; nil
+    /// when one is already registered or `folder` is no folder of the tree. Call with the lock held.
+    func planRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
+        if s.recursiveListings[folder] != nil { return nil }
         guard let node = s.tree.node(folder), node.attached, node.kind == .folder else { return nil }
         let listing = RecursiveListing(
             top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow(), ticket: s.changeReplay.begin())
         s.nextEpoch += 1
         s.recursiveListings[folder] = listing
-        let path = s.tree.listingPath(of: folder)
-        s.listingTasks[folder] = Task { await self.runRecursiveListing(listing, path: path) }
         return listing
+    }
+
+    /// Counts a failed whole-account listing (or branch of one) for the status line; returns the
+    /// failures so far.
+    @discardableResult
+    func noteFillFailure(_ error: any Error) -> Int {
+        state.withLock { s in
+            s.progress.fillFailures += 1
+            s.progress.lastFailure = String(describing: error)
+            return s.progress.fillFailures
+        }
     }
 
     /// The listing to wait for before listing `folder` by itself, if any; starts a subtree listing
@@ -155,12 +174,7 @@ extension Filesystem {
         } catch {
             if Task.isCancelled { return .stopped }
             Log.warning("recursive listing of \(label) failed: \(error)")
-            if isWholeAccount {
-                state.withLock { s in
-                    s.progress.fillFailures += 1
-                    s.progress.lastFailure = String(describing: error)
-                }
-            }
+            if isWholeAccount { noteFillFailure(error) }
             return .failed(error)
         }
     }

@@ -52,7 +52,8 @@ extension MetadataTree {
     /// Records the size of `index`'s export for revision `rev`; returns whether the reported size
     /// changed (the kernel's attributes must then be invalidated).
     mutating func noteExportedSize(_ index: UInt32, rev: String, size: UInt64) -> Bool {
-        let before = attributes(of: index, ownership: Ownership(uid: 0, gid: 0)).size
+        let node = nodes[Int(index)]
+        let before = exportedSizes[index].flatMap { $0.rev == node.rev ? $0.size : nil } ?? node.size
         exportedSizes[index] = (rev, size)
         return before != size
     }
