@@ -48,7 +48,7 @@ let package = Package(
         ),
         .target(
             name: "DropboxFS",
-            dependencies: ["DropboxAPI", "CSQLite", "CCrypto"]
+            dependencies: ["DropboxAPI", "CSQLite"]
         ),
         .target(
             name: "FUSEAdapter",

@@ -1,5 +1,7 @@
 // SHA-256 through OpenSSL's EVP interface (libcrypto): the one place the crypto library is called.
 // Used by the content hasher and the PKCE challenge. Not shareable: one instance per computation.
+// `Digest` gives other modules one-shot digests (the in-memory Dropbox's content hashes, the MD5
+// names of thumbnail files) without calling libcrypto themselves.
 
 import CCrypto
 
@@ -42,5 +44,25 @@ final class SHA256 {
         let sha = SHA256()
         sha.update(bytes)
         return sha.finish()
+    }
+}
+
+/// One-shot digests of a byte array.
+public enum Digest {
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        SHA256.hash(bytes)
+    }
+
+    /// MD5: only where a format names files by it (the freedesktop thumbnail cache).
+    public static func md5(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 16)
+        var length: UInt32 = 0
+        let ok = bytes.withUnsafeBytes { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_md5(), nil)
+            }
+        }
+        guard ok == 1, length == 16 else { fatalError("EVP_Digest(MD5) failed") }
+        return digest
     }
 }

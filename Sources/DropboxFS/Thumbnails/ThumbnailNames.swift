@@ -6,7 +6,7 @@
 // rather than RFC 3986's unreserved set: ASCII letters and digits and `!$&'()*+,-./:=@_~` stay,
 // every other byte of the UTF-8 path is %XX with upper-case hex.
 
-import CCrypto
+import DropboxAPI
 
 enum ThumbnailNames {
     /// The image extensions Dropbox makes thumbnails of (dropbox-api.md §10), lower-case.
@@ -62,16 +62,7 @@ enum ThumbnailNames {
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
     private static let lowerHexDigits = Array("0123456789abcdef".utf8)
 
-    /// MD5 through libcrypto's one-shot EVP_Digest.
     static func md5(_ bytes: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 16)
-        var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_md5(), nil)
-            }
-        }
-        precondition(ok == 1 && length == 16, "EVP_Digest(MD5) failed")
-        return digest
+        Digest.md5(bytes)
     }
 }
