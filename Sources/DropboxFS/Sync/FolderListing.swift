@@ -18,8 +18,8 @@ extension Filesystem {
         // folder for a walk; wait a little for it before listing the folder by itself. One that
         // ends without filling it (a branch the fill split) may leave others that will: wait for
         // those too, within the same time.
-        let deadline = options.monotonicNow() + (waitForFill ? options.prefetchWait : 0)
-        while true {
+        let deadline = options.monotonicNow() + options.prefetchWait
+        while waitForFill {
             let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
                 guard let node = s.tree.node(folder) else { throw .stale }
                 guard node.kind == .folder, node.attached, !isFresh(folder, in: s) else { return nil }
