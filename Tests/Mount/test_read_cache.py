@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from helpers import c_locale, run
+from helpers import c_locale, poll_assert, run
 
 MiB = 1 << 20
 
@@ -112,4 +112,11 @@ def test_the_cache_size_cap_keeps_the_most_recently_used_files(fake_factory, mou
     m = mount_factory(fake, "--cache-dir", str(cache), "--cache-size", "10M")
     for name in "abcad":
         assert run("cat", f"{m.path}/{name}.bin").returncode == 0
-    assert sorted(os.listdir(cache / "content")) == sorted(hashes[f"/{n}.bin"] for n in "acd")
+    # cat returns once its bytes are read; the last file's cache entry is committed (and the
+    # least recently used one evicted) just after, so wait for the folder to settle.
+    expected = sorted(hashes[f"/{n}.bin"] for n in "acd")
+
+    def settled():
+        assert sorted(os.listdir(cache / "content")) == expected
+
+    poll_assert(settled, what="the three most recently used cache entries")
