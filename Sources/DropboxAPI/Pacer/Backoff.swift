@@ -5,8 +5,14 @@ public enum Backoff {
     /// the ceiling is `baseDelay * 2^(failure-1)` capped at `maxDelay`, and the wait lies in the
     /// upper half of it ("equal jitter"), so it never collapses to zero.
     public static func delay(afterFailure failure: Int, random: Double, policy: RetryPolicy) -> Duration {
-        let base = nanoseconds(policy.baseDelay)
-        let cap = nanoseconds(policy.maxDelay)
+        delay(afterFailure: failure, random: random, base: policy.baseDelay, cap: policy.maxDelay)
+    }
+
+    /// The same curve for retries outside the pacer (the change watcher, the whole-account fill):
+    /// `base` doubled per failure up to `cap`, in the upper half of that ceiling.
+    public static func delay(afterFailure failure: Int, random: Double, base: Duration, cap: Duration) -> Duration {
+        let base = nanoseconds(base)
+        let cap = nanoseconds(cap)
         let doublings = min(max(failure - 1, 0), 62)
         let (scaled, overflow) = base.multipliedReportingOverflow(by: Int64(1) << doublings)
         let ceiling = overflow ? cap : min(scaled, cap)
