@@ -59,7 +59,7 @@ extension Filesystem {
     /// The adapter calls this (from a task) when `openFile` answers `.notDownloadable`.
     public func openExport(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
         let index = try Self.index(inode)
-        let (path, rev, source) = try state.withLock { (s: inout State) throws(FilesystemError) -> (String, String, String) in
+        let (path, rev, source) = try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> (String, String, String) in
             guard let node = s.tree.node(index) else { throw .stale }
             guard node.kind == .file else { throw node.kind == .folder ? .isADirectory : .notSupported }
             guard !node.isDownloadable else { throw .stale }
@@ -76,7 +76,7 @@ extension Filesystem {
         }
         let size = UInt64(exported.data.count)
         var invalidated: [Invalidation] = []
-        state.withLock { s in
+        tree.state.withLock { s in
             guard s.tree.node(index)?.rev == rev else { return }
             if s.tree.noteExportedSize(index, rev: rev, size: size) { invalidated.append(.inode(inode)) }
         }

@@ -11,16 +11,16 @@
 
 import DropboxAPI
 
-extension Filesystem {
+extension SyncEngine {
     /// Starts the background work the options ask for. Call once, after mounting.
-    public func startSync() {
+    func start() {
         guard options.prefetch || options.watchChanges else { return }
         let task = Task { await self.runSync() }
         state.withLock { $0.backgroundTasks.append(task) }
     }
 
-    /// Stops the background work (at unmount), thumbnails included.
-    public func stop() {
+    /// Stops the background work (at unmount).
+    func stop() {
         let tasks = state.withLock { s -> [Task<Void, Never>] in
             defer {
                 s.backgroundTasks = []
@@ -29,7 +29,6 @@ extension Filesystem {
             return s.backgroundTasks + s.listingTasks.values
         }
         tasks.forEach { $0.cancel() }
-        thumbnails?.stop()
     }
 
     private func runSync() async {
@@ -81,7 +80,7 @@ extension Filesystem {
                 let delay = retryDelay(failures: failures)
                 // Offline is logged once by Connectivity, not at every try.
                 if !connectivity.isOffline {
-                    Log.warning("watching for changes failed (\(error)); retrying in \(Int(delay)) s")
+                    Log.warning("watching for changes failed (\(error)); retrying in \(Double(Int(delay * 10)) / 10) s")
                 }
                 catchUp = true
                 await pause(seconds: delay)
@@ -105,7 +104,7 @@ extension Filesystem {
                 let delay = retryDelay(failures: failures) * options.fillRetryScale
                 Log.warning(
                     "the listing of the whole account failed (\(failures) in a row); starting it again in "
-                        + "\(delay) s, folders are listed one by one meanwhile")
+                        + "\(Double(Int(delay * 10)) / 10) s, folders are listed one by one meanwhile")
                 await pause(seconds: delay)
             }
             return (nil, false)
@@ -133,22 +132,22 @@ extension Filesystem {
             applyPage(page.entries, as: .changes, cursor: page.cursor)
             cursor = page.cursor
             if !page.hasMore {
-                state.withLock { reportUnconfirmedFolders(madeBy: 0, in: &$0) }
+                withBoth { s, t in reportUnconfirmedFolders(madeBy: 0, in: &s, &t) }
                 return cursor
             }
         }
     }
 
     private func recoverFromReset() async -> (String?, Bool) {
-        state.withLock { s in
+        withBoth { s, t in
             s.cursor = nil
-            persist(in: &s, cursor: .clear)
+            tree.persist(in: &t, cursor: .clear)
         }
         if options.prefetch { return await establishCursor() }
         var invalidated: [Invalidation] = []
-        state.withLock { s in
-            s.tree.markAllIncomplete()
-            for index in s.tree.nodes.indices where s.tree.nodes[index].attached && s.tree.nodes[index].kind == .folder {
+        tree.state.withLock { t in
+            t.tree.markAllIncomplete()
+            for index in t.tree.nodes.indices where t.tree.nodes[index].attached && t.tree.nodes[index].kind == .folder {
                 invalidated.append(.inode(UInt64(index)))
             }
         }
@@ -156,9 +155,11 @@ extension Filesystem {
         return await establishCursor()
     }
 
-    /// Backoff between failed watcher rounds: 1, 2, 4 ... 60 seconds.
+    /// Backoff between failed watcher rounds and fill attempts: the pacer's curve (Backoff.swift),
+    /// doubling from 1 s up to 60 s, jittered in the upper half.
     static func retryDelay(failures: Int) -> Double {
-        min(60, Double(1 << min(failures - 1, 6)))
+        let delay = Backoff.delay(afterFailure: failures, random: .random(in: 0..<1), base: .seconds(1), cap: .seconds(60))
+        return Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
     }
 
     /// The backoff, at most `offlineRetry` while Dropbox cannot be reached, so a mount notices

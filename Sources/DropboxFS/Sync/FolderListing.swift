@@ -9,7 +9,7 @@
 
 import DropboxAPI
 
-extension Filesystem {
+extension SyncEngine {
     /// Returns once `folder` holds a complete, fresh listing. `waitForFill`: a recursive listing
     /// that will fill the folder is waited for a little first (a walk's readdir); a lookup of a
     /// name the fill has not brought yet lists the folder at once instead.
@@ -21,8 +21,11 @@ extension Filesystem {
         let deadline = options.monotonicNow() + options.prefetchWait
         while waitForFill {
             let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
-                guard let node = s.tree.node(folder) else { throw .stale }
-                guard node.kind == .folder, node.attached, !isFresh(folder, in: s) else { return nil }
+                let wanted = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> Bool in
+                    guard let node = t.tree.node(folder) else { throw .stale }
+                    return node.kind == .folder && node.attached && !tree.isFresh(folder, in: t)
+                }
+                guard wanted else { return nil }
                 let covering = recursiveListingToWaitFor(folder, in: &s)
                 if let covering { s.fillQueue?.promote(covering) }
                 return covering
@@ -33,10 +36,13 @@ extension Filesystem {
         while true {
             if Task.isCancelled { throw .interrupted }
             let listing = try state.withLock { (s: inout State) throws(FilesystemError) -> SharedWork<Void>? in
-                guard let node = s.tree.node(folder) else { throw .stale }
-                guard node.kind == .folder else { throw .notADirectory }
-                guard node.attached else { return nil }  // a deleted folder lists as empty
-                if isFresh(folder, in: s) { return nil }
+                let wanted = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> Bool in
+                    guard let node = t.tree.node(folder) else { throw .stale }
+                    guard node.kind == .folder else { throw .notADirectory }
+                    // A deleted folder lists as empty.
+                    return node.attached && !tree.isFresh(folder, in: t)
+                }
+                guard wanted else { return nil }
                 // A listing its waiters all left was cancelled: this request lists the folder again.
                 if let running = s.listings[folder], !running.isAbandoned { return running }
                 return startFolderListing(folder, in: &s)
@@ -45,8 +51,8 @@ extension Filesystem {
             guard try await listing.value() != nil else { continue }  // abandoned: list it again
             // The folder is complete now, unless a newer listing took this one's place (the
             // fill's, after its cursor) and is still running: the loop waits for that one.
-            let complete = state.withLock { s in
-                s.tree.node(folder).map { !$0.attached || s.tree.isComplete(folder) } ?? true
+            let complete = tree.state.withLock { t in
+                t.tree.node(folder).map { !$0.attached || t.tree.isComplete(folder) } ?? true
             }
             if complete { return }
         }
@@ -56,7 +62,7 @@ extension Filesystem {
     /// call with the lock held. The whole-account fill starts one this way for each folder it
     /// lists alone, so a request for the same folder meanwhile joins it.
     func startFolderListing(_ folder: UInt32, in s: inout State) -> SharedWork<Void> {
-        let path = s.tree.listingPath(of: folder)
+        let path = tree.state.withLock { t in t.tree.listingPath(of: folder) }
         let ticket = s.changeReplay.begin()
         let listing = SharedWork<Void> { listing in
             do throws(FilesystemError) {
@@ -81,11 +87,11 @@ extension Filesystem {
         let entries = try await fetchFolderEntries(folder, path: path)
         var invalidated: [Invalidation] = []
         defer { invalidations.publish(invalidated) }
-        state.withLock { s in
+        withBoth { s, t in
             // A newer listing of the folder took this one's place: this older snapshot must not
             // land after it.
             guard s.listings[folder] === listing else { return }
-            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, invalidations: &invalidated)
+            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
         }
     }
 
@@ -107,9 +113,9 @@ extension Filesystem {
         } catch .lookup(.notFound) {
             // The folder is gone on Dropbox: drop it from the tree.
             var invalidated: [Invalidation] = []
-            state.withLock { s in
-                guard let node = s.tree.node(folder), node.attached, folder != MetadataTree.rootIndex else { return }
-                s.tree.remove(folder, invalidations: &invalidated)
+            tree.state.withLock { t in
+                guard let node = t.tree.node(folder), node.attached, folder != MetadataTree.rootIndex else { return }
+                t.tree.remove(folder, invalidations: &invalidated)
             }
             invalidations.publish(invalidated)
             throw .notFound
@@ -122,52 +128,13 @@ extension Filesystem {
     }
 
     /// Makes `folder`'s children exactly `entries` (its own listing) and marks it complete, then
-    /// applies again the change batches recorded since `ticket`. Call with the lock held.
+    /// applies again the change batches recorded since `ticket`. Call with both locks held.
     func applyFolderListing(
-        _ folder: UInt32, entries: [Metadata], ticket: UInt64, in s: inout State, invalidations invalidated: inout [Invalidation]
+        _ folder: UInt32, entries: [Metadata], ticket: UInt64, in s: inout State, _ t: inout LiveTree.State,
+        invalidations invalidated: inout [Invalidation]
     ) {
-        guard s.tree.node(folder)?.attached == true else { return }
-        // The later occurrence of a key wins; a `deleted` entry takes its key out. Keys are
-        // distinct, so the survivors can be applied in any order.
-        var latest: [FoldKey: (entry: Metadata, name: NodeName)] = [:]
-        latest.reserveCapacity(entries.count)
-        for entry in entries {
-            if case .deleted = entry {
-                if let key = EntryPath(entry)?.key { latest[key] = nil }
-                continue
-            }
-            // The name first: one the kernel cannot carry is hidden (and warned about) whatever
-            // its path looks like.
-            guard let name = validName(entry, in: &s) else { continue }
-            latest[EntryPath(entry)?.key ?? FoldKey(name.string)] = (entry, name)
-        }
-        var seen = Set<UInt32>()
-        seen.reserveCapacity(latest.count)
-        for (key, child) in latest {
-            if let index = s.tree.upsert(
-                parent: folder, key: key, name: child.name, metadata: child.entry, invalidations: &invalidated)
-            {
-                seen.insert(index)
-            }
-        }
-        s.tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidated)
-        s.tree.setComplete(folder, true, at: options.monotonicNow())
-        for batch in s.changeReplay.batches(since: ticket) {
-            apply(batch, as: .changes, in: &s, invalidations: &invalidated)
-        }
-    }
-
-    /// Parses an entry's name, logging each name the kernel cannot carry once.
-    func validName(_ entry: Metadata, in s: inout State) -> NodeName? {
-        switch NodeName.parse(entry.name) {
-        case .success(let name):
-            return name
-        case .failure(let why):
-            let key = entry.pathLower ?? entry.name
-            if s.hiddenPaths.insert(key).inserted {
-                Log.warning("hiding \(Log.quoted(entry.pathDisplay ?? entry.name)): \(why)")
-            }
-            return nil
-        }
+        guard t.tree.node(folder)?.attached == true else { return }
+        t.replaceChildren(of: folder, with: entries, at: options.monotonicNow(), invalidations: &invalidated)
+        replayChanges(since: ticket, in: &s, &t, invalidations: &invalidated)
     }
 }

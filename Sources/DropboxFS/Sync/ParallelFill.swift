@@ -24,7 +24,7 @@
 // as with `parallelism` 1. The fill keeps a few of the pacer's slots free (RetryPolicy caps the
 // requests in flight), so reads and lookups are not queued behind it.
 //
-// Locking: the queue (`FillQueue`) lives in Filesystem.State, under its lock, so requests can
+// Locking: the queue (`FillQueue`) lives in SyncEngine.State, under its lock, so requests can
 // promote a branch and the split decision can register the new listings in one step.
 
 import DropboxAPI
@@ -52,7 +52,7 @@ public struct FillOptions: Sendable, Equatable {
 }
 
 /// The branches of a running parallel fill: queued ones (registered as recursive listings, so a
-/// request waits for them) and the count of those running. Guarded by Filesystem.state.
+/// request waits for them) and the count of those running. Guarded by SyncEngine.state.
 struct FillQueue {
     /// Planned listings not started yet, the next one first.
     private(set) var waiting: [RecursiveListing] = []
@@ -83,7 +83,7 @@ struct FillQueue {
     }
 }
 
-extension Filesystem {
+extension SyncEngine {
     /// The outcome of a fill: the cursor to follow, and whether the changes since it still need to
     /// be applied (the replay failed; the watcher does it first).
     struct FillResult {
@@ -115,7 +115,9 @@ extension Filesystem {
             return nil
         }
         let plan = state.withLock { s -> [RecursiveListing]? in
-            let tops = s.tree.children(of: MetadataTree.rootIndex).filter { s.tree.nodes[Int($0)].kind == .folder }
+            let tops = tree.state.withLock { t in
+                t.tree.children(of: MetadataTree.rootIndex).filter { t.tree.nodes[Int($0)].kind == .folder }
+            }
             guard tops.count <= options.fill.maxListings else { return nil }
             var queue = FillQueue()
             // The cursor, the root's own listing, and a request's listing of the root at mount.
@@ -146,12 +148,12 @@ extension Filesystem {
         for listing in abandoned { listing.done.fire() }
         guard complete, !Task.isCancelled else { return nil }
         let now = options.monotonicNow()
-        state.withLock { s in
+        withBoth { s, t in
             s.progress.fillSeconds = now - started
             s.cursor = first
-            persist(in: &s, cursor: .filled(first))
+            tree.persist(in: &t, cursor: .filled(first))
         }
-        Log.info("background listing done (\(plan.count) branches): \(syncStatus())")
+        Log.info("background listing done (\(plan.count) branches): \(statusLine())")
         do {
             let cursor = try await applyChanges(since: first)
             state.withLock { s in s.progress.phase = options.watchChanges ? .watching : .complete }
@@ -202,8 +204,8 @@ extension Filesystem {
     /// Lists one branch to its end (or until it is split). A failed branch is registered and
     /// queued again after a pause.
     private func runBranch(_ listing: RecursiveListing) async {
-        let path = state.withLock { s in s.tree.listingPath(of: listing.top) }
-        let splitter = BranchSplitter(filesystem: self, listing: listing)
+        let path = tree.state.withLock { t in t.tree.listingPath(of: listing.top) }
+        let splitter = BranchSplitter(engine: self, listing: listing)
         let outcome = await runRecursiveListing(listing, path: path) { pages, hasMore in
             splitter.shouldStop(pages: pages, hasMore: hasMore)
         }
@@ -236,15 +238,15 @@ extension Filesystem {
     /// applied (its waiters list the folder again, FolderListing.swift). The fill's own listing is
     /// not shared: a request never waits behind a listing of the fill that the server holds up.
     func listAloneForFill(_ folder: UInt32) async throws(FilesystemError) {
-        let (path, ticket) = state.withLock { s in
+        let (path, ticket) = withBoth { s, t in
             s.listings[folder] = nil
-            return (s.tree.listingPath(of: folder), s.changeReplay.begin())
+            return (t.tree.listingPath(of: folder), s.changeReplay.begin())
         }
         defer { state.withLock { s in s.changeReplay.end(ticket) } }
         let entries = try await fetchFolderEntries(folder, path: path)
         var invalidated: [Invalidation] = []
-        state.withLock { s in
-            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, invalidations: &invalidated)
+        withBoth { s, t in
+            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
         }
         invalidations.publish(invalidated)
     }
@@ -265,13 +267,13 @@ private final class BranchSplitter {
         case done
     }
 
-    private let filesystem: Filesystem
+    private let engine: SyncEngine
     private let listing: RecursiveListing
     private var phase = Phase.listing
     private let probe = ProbeOutcome()
 
-    init(filesystem: Filesystem, listing: RecursiveListing) {
-        self.filesystem = filesystem
+    init(engine: SyncEngine, listing: RecursiveListing) {
+        self.engine = engine
         self.listing = listing
     }
 
@@ -281,14 +283,14 @@ private final class BranchSplitter {
         case .done:
             return false
         case .listing:
-            guard pages >= filesystem.options.fill.splitAfterPages, filesystem.fillWantsMoreBranches() else { return false }
-            let filesystem = self.filesystem
+            guard pages >= engine.options.fill.splitAfterPages, engine.fillWantsMoreBranches() else { return false }
+            let engine = self.engine
             let folder = listing.top
             let probe = self.probe
-            let (ticket, path) = filesystem.state.withLock { s in (s.changeReplay.begin(), s.tree.listingPath(of: folder)) }
+            let (ticket, path) = engine.withBoth { s, t in (s.changeReplay.begin(), t.tree.listingPath(of: folder)) }
             let task = Task {
                 do throws(FilesystemError) {
-                    probe.finish(.success(try await filesystem.fetchFolderEntries(folder, path: path)))
+                    probe.finish(.success(try await engine.fetchFolderEntries(folder, path: path)))
                 } catch {
                     probe.finish(.failure(error))
                 }
@@ -299,7 +301,7 @@ private final class BranchSplitter {
             guard let outcome = probe.outcome else { return false }
             finish()
             guard case .success(let entries) = outcome else { return false }
-            return filesystem.splitBranch(listing, pagesSoFar: pages, folderEntries: entries, ticket: ticket)
+            return engine.splitBranch(listing, pagesSoFar: pages, folderEntries: entries, ticket: ticket)
         }
     }
 
@@ -308,7 +310,7 @@ private final class BranchSplitter {
         guard case .probing(let ticket, let task) = phase else { return }
         phase = .done
         task.cancel()
-        filesystem.state.withLock { s in s.changeReplay.end(ticket) }
+        engine.state.withLock { s in s.changeReplay.end(ticket) }
     }
 }
 
@@ -319,7 +321,7 @@ private final class ProbeOutcome: Sendable {
     var outcome: Result<[Metadata], FilesystemError>? { value.withLock { $0 } }
 }
 
-extension Filesystem {
+extension SyncEngine {
     /// The requests beyond the data's pages a fill may spend on listing in parallel, given the
     /// pages applied so far.
     func fillBudget(pagesApplied: Int) -> Int {
@@ -344,8 +346,8 @@ extension Filesystem {
     ) -> Bool {
         var invalidated: [Invalidation] = []
         defer { invalidations.publish(invalidated) }
-        return state.withLock { s in
-            guard var queue = s.fillQueue, s.tree.node(listing.top)?.attached == true else { return false }
+        return withBoth { s, t in
+            guard var queue = s.fillQueue, t.tree.node(listing.top)?.attached == true else { return false }
             let subfolderCount = folderEntries.reduce(0) { count, entry in
                 if case .folder = entry { return count + 1 }
                 return count
@@ -357,16 +359,16 @@ extension Filesystem {
             guard subfolderCount > 0, queue.listings + subfolderCount <= options.fill.maxListings,
                 queue.overhead + waste + queue.listings + subfolderCount <= fillBudget(pagesApplied: s.progress.pages)
             else { return false }
-            applyFolderListing(listing.top, entries: folderEntries, ticket: ticket, in: &s, invalidations: &invalidated)
-            let subfolders = s.tree.children(of: listing.top).filter { s.tree.nodes[Int($0)].kind == .folder }
+            applyFolderListing(listing.top, entries: folderEntries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
+            let subfolders = t.tree.children(of: listing.top).filter { t.tree.nodes[Int($0)].kind == .folder }
             for folder in subfolders.reversed() {
-                guard let part = planRecursiveListing(folder, in: &s) else { continue }
+                guard let part = registerRecursiveListing(folder, in: &s) else { continue }
                 queue.enqueue(part, first: true)
                 queue.listings += 1
             }
             queue.overhead += waste
             s.fillQueue = queue
-            Log.debug("splitting the listing of \(Log.quoted(s.tree.path(of: listing.top))) into \(subfolders.count)")
+            Log.debug("splitting the listing of \(Log.quoted(t.tree.path(of: listing.top))) into \(subfolders.count)")
             return true
         }
     }

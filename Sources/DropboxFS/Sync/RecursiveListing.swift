@@ -26,21 +26,29 @@ final class RecursiveListing: Sendable {
     }
 }
 
-extension Filesystem {
+extension SyncEngine {
     /// Starts a recursive listing of `folder` unless one runs; call with the state lock held.
     func startRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
         if let running = s.recursiveListings[folder] { return running }
         guard let listing = planRecursiveListing(folder, in: &s) else { return nil }
-        let path = s.tree.listingPath(of: folder)
+        let path = tree.state.withLock { t in t.tree.listingPath(of: folder) }
         s.listingTasks[folder] = Task { await self.runRecursiveListing(listing, path: path) }
         return listing
     }
 
     /// A recursive listing of `folder`, registered (requests wait for it) but not started; nil
-    /// when one is already registered or `folder` is no folder of the tree. Call with the lock held.
+    /// when one is already registered or `folder` is no folder of the tree. Call with the engine's
+    /// lock held (not the tree's).
     func planRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
+        let isFolder = tree.state.withLock { t in t.tree.node(folder).map { $0.attached && $0.kind == .folder } ?? false }
+        guard isFolder else { return nil }
+        return registerRecursiveListing(folder, in: &s)
+    }
+
+    /// `planRecursiveListing` for a folder known to be an attached folder of the tree (the caller
+    /// holds both locks and checked it).
+    func registerRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
         if s.recursiveListings[folder] != nil { return nil }
-        guard let node = s.tree.node(folder), node.attached, node.kind == .folder else { return nil }
         let listing = RecursiveListing(
             top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow(), ticket: s.changeReplay.begin())
         s.nextEpoch += 1
@@ -67,14 +75,16 @@ extension Filesystem {
         var covering: RecursiveListing?
         // The folder's ancestor just below the root: the branch a walk is in.
         var branch = folder
-        while s.tree.node(current)?.attached == true {
-            if let listing = s.recursiveListings[current] {
-                covering = listing
-                break
+        tree.state.withLock { t in
+            while t.tree.node(current)?.attached == true {
+                if let listing = s.recursiveListings[current] {
+                    covering = listing
+                    break
+                }
+                if current == MetadataTree.rootIndex { break }
+                branch = current
+                current = t.tree.nodes[Int(current)].parent
             }
-            if current == MetadataTree.rootIndex { break }
-            branch = current
-            current = s.tree.nodes[Int(current)].parent
         }
         guard let covering, covering.top != folder else { return nil }
         let now = options.monotonicNow()
@@ -143,7 +153,7 @@ extension Filesystem {
                 let now = options.monotonicNow()
                 if isWholeAccount && now - lastReport > 2 {
                     lastReport = now
-                    Log.info("background listing: \(syncStatus())")
+                    Log.info("background listing: \(statusLine())")
                 }
                 pages += 1
                 if let stopAfter, stopAfter(pages, page.hasMore) { return false }
@@ -152,24 +162,22 @@ extension Filesystem {
             guard let finalCursor else { return .stopped }  // stopped (split, or unmounting)
             var invalidated: [Invalidation] = []
             let now = options.monotonicNow()
-            state.withLock { s in
-                guard s.tree.node(listing.top)?.attached == true else { return }
-                s.tree.completeSubtree(listing.top, epoch: listing.epoch, at: now, invalidations: &invalidated)
-                reportUnconfirmedFolders(madeBy: listing.epoch, in: &s)
-                for batch in s.changeReplay.batches(since: listing.ticket) {
-                    apply(batch, as: .changes, in: &s, invalidations: &invalidated)
-                }
+            withBoth { s, t in
+                guard t.tree.node(listing.top)?.attached == true else { return }
+                t.tree.completeSubtree(listing.top, epoch: listing.epoch, at: now, invalidations: &invalidated)
+                reportUnconfirmedFolders(madeBy: listing.epoch, in: &s, &t)
+                replayChanges(since: listing.ticket, in: &s, &t, invalidations: &invalidated)
                 if isWholeAccount {
                     s.cursor = finalCursor
                     s.progress.fillSeconds = now - listing.startedAt
                     s.progress.phase = options.watchChanges ? .watching : .complete
-                    persist(in: &s, cursor: .filled(finalCursor))
+                    tree.persist(in: &t, cursor: .filled(finalCursor))
                 } else {
-                    persist(in: &s)
+                    tree.persist(in: &t)
                 }
             }
             invalidations.publish(invalidated)
-            if isWholeAccount { Log.info("background listing done: \(syncStatus())") }
+            if isWholeAccount { Log.info("background listing done: \(statusLine())") }
             return .completed
         } catch {
             if Task.isCancelled { return .stopped }

@@ -64,16 +64,13 @@ public struct SyncProgress: Sendable, Equatable {
     }
 }
 
-extension Filesystem {
-    /// The sync engine's progress, as one line of `key=value` pairs.
-    public func syncStatus() -> String {
+extension SyncEngine {
+    /// The engine's progress, as one line of `key=value` pairs (the facade's `syncStatus` adds
+    /// what the reader keeps).
+    func statusLine() -> String {
         let now = options.monotonicNow()
         let offline = connectivity.since
-        let (line, records) = state.withLock {
-            ($0.progress.summary(entriesInTree: $0.tree.liveCount, now: now, offlineSince: offline), $0.tree.nodes.count)
-        }
-        // What a long-running mount keeps (docs/SEMANTICS.md): these must come back to a plateau.
-        let kept = reader.keptCounts()
-        return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
+        let progress = state.withLock { $0.progress }
+        return progress.summary(entriesInTree: tree.counts.live, now: now, offlineSince: offline)
     }
 }

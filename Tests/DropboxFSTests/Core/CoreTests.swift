@@ -133,7 +133,7 @@ extension CoreTests {
     /// True once no recursive or lazy listing is running (reads core internals: there is no
     /// public signal for the end of a subtree listing).
     static func listingsIdle(_ fs: Filesystem) -> Bool {
-        fs.state.withLock { $0.recursiveListings.isEmpty && $0.listings.isEmpty }
+        fs.sync.state.withLock { $0.recursiveListings.isEmpty && $0.listings.isEmpty }
     }
 
     /// Whether the root folder is completely listed and fresh (asks without waiting).

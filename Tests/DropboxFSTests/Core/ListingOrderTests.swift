@@ -166,7 +166,7 @@ extension CoreTests {
             await #expect(throws: FilesystemError.notFound) { try await resolve(fs, "/\(greekLower)") }
 
             // Changes find the entries by Dropbox's keys too.
-            fs.applyPage(
+            fs.sync.applyPage(
                 [
                     Self.deleted("/strasse/ss.txt", "/Straße/ß.txt"), Self.file("/\(greekLower)/new", "/\(greek)/new", size: 7),
                     Self.deleted("/istanbul", "/İstanbul"),

@@ -13,7 +13,7 @@ extension Filesystem {
             case exportOnly(String)
         }
         let index = try Self.index(inode)
-        let opening = try state.withLock { (s: inout State) throws(FilesystemError) -> Opening in
+        let opening = try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> Opening in
             guard let node = s.tree.node(index) else { throw .stale }
             switch node.kind {
             case .folder: throw .isADirectory

@@ -18,20 +18,20 @@ extension Filesystem {
     /// Throws only `.interrupted`, when the calling task is cancelled (its request was interrupted).
     public func statistics() async throws(FilesystemError) -> FilesystemStats {
         let now = options.monotonicNow()
-        var usage: SpaceUsage? = state.withLock { s in
-            guard let cached = s.spaceUsage, now - cached.at < options.spaceUsageTTL else { return nil }
+        var usage: SpaceUsage? = spaceUsage.withLock { cached in
+            guard let cached, now - cached.at < options.spaceUsageTTL else { return nil }
             return cached.value
         }
         if usage == nil {
             do {
                 let fresh = try await client.getSpaceUsage()
-                state.withLock { $0.spaceUsage = (fresh, now) }
+                spaceUsage.withLock { $0 = (fresh, now) }
                 usage = fresh
             } catch {
                 if Task.isCancelled { throw .interrupted }
                 // While offline the failure is the rule, already logged once (Connectivity).
                 if !connectivity.isOffline { Log.warning("space usage unavailable: \(error)") }
-                usage = state.withLock { $0.spaceUsage?.value }
+                usage = spaceUsage.withLock { $0?.value }
             }
         }
         let bs = Self.statfsBlockSize

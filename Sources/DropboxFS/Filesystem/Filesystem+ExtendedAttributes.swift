@@ -7,7 +7,7 @@ extension Filesystem {
     public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
         let index = try Self.index(inode)
         if index == MetadataTree.rootIndex { return [("user.dropboxfs.status", syncStatus())] }
-        return try state.withLock { (s: inout State) throws(FilesystemError) -> [(name: String, value: String)] in
+        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> [(name: String, value: String)] in
             guard let node = s.tree.node(index) else { throw .stale }
             var result: [(name: String, value: String)] = []
             if !node.id.isEmpty { result.append(("user.dropbox.id", node.id)) }

@@ -33,17 +33,17 @@ extension Filesystem {
             case .needsListing:
                 // A lookup is someone opening a path (`cat a/b/c`): it does not wait for the
                 // fill, one folder listing per level answers it in a round trip each.
-                try await ensureListed(parentIndex, waitForFill: false)
+                try await sync.ensureListed(parentIndex, waitForFill: false)
                 listed = true
             }
         }
     }
 
     private func lookupStep(_ parent: UInt32, name: String, fold: FoldKey, listed: Bool) throws(FilesystemError) -> CachedLookup {
-        try state.withLock { (s: inout State) throws(FilesystemError) -> CachedLookup in
+        try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> CachedLookup in
             guard let folder = s.tree.node(parent) else { throw .stale }
             guard folder.kind == .folder else { throw .notADirectory }
-            let settled = listed || isFresh(parent, in: s)
+            let settled = listed || tree.isFresh(parent, in: s)
             switch s.tree.lookup(parent: parent, name: name, fold: fold) {
             case .found(let child):
                 s.tree.addLookup(child)
@@ -57,7 +57,7 @@ extension Filesystem {
     /// The attributes of a known inode.
     public func attributes(of inode: UInt64) throws(FilesystemError) -> FileAttributes {
         let index = try Self.index(inode)
-        return try state.withLock { (s: inout State) throws(FilesystemError) -> FileAttributes in
+        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> FileAttributes in
             guard s.tree.node(index) != nil else { throw .stale }
             return s.tree.attributes(of: index, ownership: options.ownership)
         }
@@ -67,7 +67,7 @@ extension Filesystem {
     /// inode with its page cache, so the reader forgets what it kept about it.
     public func forget(_ inode: UInt64, count: UInt64) {
         guard let index = try? Self.index(inode) else { return }
-        let evicted = state.withLock { s -> Bool in
+        let evicted = tree.state.withLock { s -> Bool in
             s.tree.forget(index, count: count)
             return (s.tree.node(index)?.lookups ?? 0) == 0
         }
@@ -77,16 +77,10 @@ extension Filesystem {
     /// The target of a symlink.
     public func readlink(_ inode: UInt64) throws(FilesystemError) -> String {
         let index = try Self.index(inode)
-        return try state.withLock { (s: inout State) throws(FilesystemError) -> String in
+        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> String in
             guard let node = s.tree.node(index) else { throw .stale }
             guard node.kind == .symlink, let target = s.tree.symlinkTarget(index) else { throw .notSupported }
             return target
         }
-    }
-
-    func isFresh(_ folder: UInt32, in s: State) -> Bool {
-        guard s.tree.isComplete(folder) else { return false }
-        if options.folderListingTTL == .infinity { return true }
-        return options.monotonicNow() - s.tree.listedAt(folder) < options.folderListingTTL
     }
 }

@@ -23,11 +23,11 @@ extension Filesystem {
     /// needed), in name order; nil when the folder is gone or cannot be listed.
     func thumbnailSources(folder index: UInt32) async -> [ThumbnailSource]? {
         do {
-            try await ensureListed(index)
+            try await sync.ensureListed(index)
         } catch {
             return nil
         }
-        return state.withLock { s -> [ThumbnailSource]? in
+        return tree.state.withLock { s -> [ThumbnailSource]? in
             guard let node = s.tree.node(index), node.kind == .folder, node.attached else { return nil }
             let folderPath = s.tree.path(of: index)
             return s.tree.children(of: index).compactMap { child -> ThumbnailSource? in

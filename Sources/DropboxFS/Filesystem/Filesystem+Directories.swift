@@ -22,7 +22,7 @@ import DropboxAPI
 extension Filesystem {
     /// Lists a folder if its listing is not complete and fresh, so `readDirectory` can serve it.
     public func prepareDirectory(_ inode: UInt64) async throws(FilesystemError) {
-        try await ensureListed(try Self.index(inode))
+        try await sync.ensureListed(try Self.index(inode))
     }
 
     /// Whether `readDirectory` of this folder can be served at once (false: call
@@ -31,11 +31,11 @@ extension Filesystem {
     /// counts as ready, so one listing is not relisted halfway.
     public func isDirectoryReady(_ inode: UInt64, expiredIsReady: Bool = false) throws(FilesystemError) -> Bool {
         let index = try Self.index(inode)
-        return try state.withLock { (s: inout State) throws(FilesystemError) -> Bool in
+        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> Bool in
             guard let node = s.tree.node(index) else { throw .stale }
             guard node.kind == .folder else { throw .notADirectory }
             if !node.attached { return true }
-            return expiredIsReady ? s.tree.isComplete(index) : isFresh(index, in: s)
+            return expiredIsReady ? s.tree.isComplete(index) : tree.isFresh(index, in: s)
         }
     }
 
@@ -47,7 +47,7 @@ extension Filesystem {
     /// the listing it was last handed is the current one. Records the current one as handed out.
     public func kernelMayKeepListing(_ inode: UInt64) -> Bool {
         guard let index = try? Self.index(inode) else { return false }
-        return state.withLock { s in
+        return tree.state.withLock { s in
             guard s.tree.node(index) != nil else { return false }
             return s.tree.markServed(index, version: s.tree.version(of: index))
         }
@@ -61,7 +61,7 @@ extension Filesystem {
         add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
     ) throws(FilesystemError) {
         let index = try Self.index(inode)
-        try state.withLock { (s: inout State) throws(FilesystemError) in
+        try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) in
             guard let node = s.tree.node(index) else { throw .stale }
             guard node.kind == .folder else { throw .notADirectory }
             let ownership = options.ownership

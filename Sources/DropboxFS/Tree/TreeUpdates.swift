@@ -8,74 +8,54 @@
 // - an entry whose name the kernel cannot carry is hidden with everything below it.
 // Entries are keyed by the components of their `path_lower` exactly as Dropbox sent them, never by a
 // folding of ours. Used for recursive listings (whole tree or a subtree) and for change batches
-// from the cursor.
+// from the cursor, and for a folder's own listing (`replaceChildren`). The sync engine calls these
+// with LiveTree's lock held (LiveTree.swift).
 
 import DropboxAPI
 
-extension Filesystem {
-    enum PageKind {
-        /// A page of a recursive listing tagged with that listing's epoch.
-        case listing(epoch: UInt32)
-        /// Changes since a cursor.
-        case changes
-    }
+/// How a page of entries came: it decides whether missing parent folders may be made.
+enum PageKind {
+    /// A page of a recursive listing tagged with that listing's epoch.
+    case listing(epoch: UInt32)
+    /// Changes since a cursor.
+    case changes
+}
 
-    /// Applies one page and returns how many entries it held. A change page comes with its
-    /// `cursor`, which becomes the tree's cursor in the same step (and the same stored batch).
-    @discardableResult
-    func applyPage(_ entries: [Metadata], as kind: PageKind, cursor: String? = nil) -> Int {
-        var invalidated: [Invalidation] = []
-        state.withLock { s in
-            apply(entries, as: kind, in: &s, invalidations: &invalidated)
-            switch kind {
-            case .listing:
-                s.progress.entriesListed += entries.count
-                s.progress.pages += 1
-            case .changes:
-                s.progress.deltaBatches += 1
-                s.changeReplay.record(entries)
-            }
-            if let cursor { s.cursor = cursor }
-            persist(in: &s, cursor: cursor.map { .set($0) } ?? .keep)
-        }
-        invalidations.publish(invalidated)
-        return entries.count
-    }
-
-    /// Applies entries in order; call with the state lock held.
-    func apply(_ entries: [Metadata], as kind: PageKind, in s: inout State, invalidations: inout [Invalidation]) {
+extension LiveTree.State {
+    /// Applies entries in order. What a change batch makes or updates carries `changeEpoch`, the
+    /// newest recursive listing's epoch (SyncEngine.State.changeEpoch).
+    mutating func apply(_ entries: [Metadata], as kind: PageKind, changeEpoch: UInt32, invalidations: inout [Invalidation]) {
         var memo: ParentMemo?
-        for entry in entries {
-            apply(entry, as: kind, in: &s, memo: &memo, invalidations: &invalidations)
-        }
-    }
-
-    private func apply(
-        _ entry: Metadata, as kind: PageKind, in s: inout State, memo: inout ParentMemo?,
-        invalidations: inout [Invalidation]
-    ) {
-        if case .deleted = entry {
-            // Only what exists can be removed: never make folders for a deletion.
-            guard let path = EntryPath(entry), let parent = s.tree.folder(atKeyPath: path.parent) else { return }
-            s.tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
-            return
-        }
-        // Check the name first: a name with '/' would otherwise look like a deeper path.
-        guard let name = validName(entry, in: &s) else {
-            if let path = EntryPath(entry) { hide(path, in: &s, invalidations: &invalidations) }
-            return
-        }
-        guard let path = EntryPath(entry) else { return }
         let epoch: UInt32
         switch kind {
         case .listing(let listingEpoch): epoch = listingEpoch
-        case .changes: epoch = s.nextEpoch &- 1
+        case .changes: epoch = changeEpoch
         }
-        guard let parent = parentFolder(of: path, as: kind, epoch: epoch, in: &s, memo: &memo, invalidations: &invalidations)
+        for entry in entries {
+            apply(entry, as: kind, epoch: epoch, memo: &memo, invalidations: &invalidations)
+        }
+    }
+
+    private mutating func apply(
+        _ entry: Metadata, as kind: PageKind, epoch: UInt32, memo: inout ParentMemo?, invalidations: inout [Invalidation]
+    ) {
+        if case .deleted = entry {
+            // Only what exists can be removed: never make folders for a deletion.
+            guard let path = EntryPath(entry), let parent = tree.folder(atKeyPath: path.parent) else { return }
+            tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
+            return
+        }
+        // Check the name first: a name with '/' would otherwise look like a deeper path.
+        guard let name = validName(entry) else {
+            if let path = EntryPath(entry) { hide(path, invalidations: &invalidations) }
+            return
+        }
+        guard let path = EntryPath(entry) else { return }
+        guard let parent = parentFolder(of: path, as: kind, epoch: epoch, memo: &memo, invalidations: &invalidations)
         else { return }
         let newFoldersComplete: Bool
-        if case .changes = kind { newFoldersComplete = s.tree.isComplete(parent) } else { newFoldersComplete = false }
-        s.tree.upsert(
+        if case .changes = kind { newFoldersComplete = tree.isComplete(parent) } else { newFoldersComplete = false }
+        tree.upsert(
             parent: parent, key: path.key, name: name, metadata: entry, epoch: epoch,
             newFoldersComplete: newFoldersComplete, invalidations: &invalidations)
     }
@@ -84,11 +64,10 @@ extension Filesystem {
     /// file stands in the way, as Dropbox's rules say. A change whose nearest known folder is not
     /// completely listed is skipped instead: nothing of it is cached, and the listing of that folder
     /// will bring it. Nothing is made inside a hidden entry.
-    private func parentFolder(
-        of path: EntryPath, as kind: PageKind, epoch: UInt32, in s: inout State, memo: inout ParentMemo?,
-        invalidations: inout [Invalidation]
+    private mutating func parentFolder(
+        of path: EntryPath, as kind: PageKind, epoch: UInt32, memo: inout ParentMemo?, invalidations: inout [Invalidation]
     ) -> UInt32? {
-        if let memo, sameUTF8(memo.path, path.parent), let node = s.tree.node(memo.folder), node.attached,
+        if let memo, sameUTF8(memo.path, path.parent), let node = tree.node(memo.folder), node.attached,
             node.generation == memo.generation, node.kind == .folder
         {
             return memo.folder
@@ -97,7 +76,7 @@ extension Filesystem {
         let components = path.parentComponents
         for (position, component) in components.enumerated() {
             let key = FoldKey(alreadyFolded: component)
-            if case .found(let next) = s.tree.lookup(parent: current, key: key), s.tree.nodes[Int(next)].kind == .folder {
+            if case .found(let next) = tree.lookup(parent: current, key: key), tree.nodes[Int(next)].kind == .folder {
                 current = next
                 continue
             }
@@ -105,12 +84,12 @@ extension Filesystem {
             switch kind {
             case .listing(let listingEpoch): madeBy = listingEpoch
             case .changes:
-                guard s.tree.isComplete(current) else { return nil }
+                guard tree.isComplete(current) else { return nil }
                 madeBy = 0
             }
-            if !s.hiddenPaths.isEmpty {
+            if !hiddenPaths.isEmpty {
                 for end in position..<components.count
-                where s.hiddenPaths.contains("/" + components.prefix(end + 1).joined(separator: "/")) {
+                where hiddenPaths.contains("/" + components.prefix(end + 1).joined(separator: "/")) {
                     return nil
                 }
             }
@@ -118,40 +97,86 @@ extension Filesystem {
             let complete: Bool
             if case .changes = kind { complete = true } else { complete = false }
             guard
-                let made = s.tree.provisionalFolder(
+                let made = tree.provisionalFolder(
                     parent: current, key: key, name: name, epoch: epoch, madeBy: madeBy, complete: complete,
                     invalidations: &invalidations)
             else { return nil }
             current = made
         }
-        memo = ParentMemo(path: path.parent, folder: current, generation: s.tree.nodes[Int(current)].generation)
+        memo = ParentMemo(path: path.parent, folder: current, generation: tree.nodes[Int(current)].generation)
         return current
     }
 
     /// An entry whose name cannot be shown: whatever stands at its path (folders made from the
     /// paths of its children, which came first) goes, with the made folders it leaves empty.
-    private func hide(_ path: EntryPath, in s: inout State, invalidations: inout [Invalidation]) {
-        guard let parent = s.tree.folder(atKeyPath: path.parent) else { return }
-        s.tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
+    private mutating func hide(_ path: EntryPath, invalidations: inout [Invalidation]) {
+        guard let parent = tree.folder(atKeyPath: path.parent) else { return }
+        tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
         var current = parent
-        while current != MetadataTree.rootIndex, let node = s.tree.node(current), node.attached, node.provisional,
-            !s.tree.hasChildren(current)
+        while current != MetadataTree.rootIndex, let node = tree.node(current), node.attached, node.provisional,
+            !tree.hasChildren(current)
         {
             let up = node.parent
-            s.tree.remove(current, invalidations: &invalidations)
+            tree.remove(current, invalidations: &invalidations)
             current = up
         }
     }
 
+    /// Makes `folder`'s children exactly `entries` (its own listing, all pages, in any order and
+    /// with repeats: the later occurrence of a key wins) and marks it complete at `now`.
+    mutating func replaceChildren(
+        of folder: UInt32, with entries: [Metadata], at now: Double, invalidations: inout [Invalidation]
+    ) {
+        guard tree.node(folder)?.attached == true else { return }
+        // A `deleted` entry takes its key out. Keys are distinct, so the survivors can be applied
+        // in any order.
+        var latest: [FoldKey: (entry: Metadata, name: NodeName)] = [:]
+        latest.reserveCapacity(entries.count)
+        for entry in entries {
+            if case .deleted = entry {
+                if let key = EntryPath(entry)?.key { latest[key] = nil }
+                continue
+            }
+            // The name first: one the kernel cannot carry is hidden (and warned about) whatever
+            // its path looks like.
+            guard let name = validName(entry) else { continue }
+            latest[EntryPath(entry)?.key ?? FoldKey(name.string)] = (entry, name)
+        }
+        var seen = Set<UInt32>()
+        seen.reserveCapacity(latest.count)
+        for (key, child) in latest {
+            if let index = tree.upsert(parent: folder, key: key, name: child.name, metadata: child.entry, invalidations: &invalidations) {
+                seen.insert(index)
+            }
+        }
+        tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidations)
+        tree.setComplete(folder, true, at: now)
+    }
+
+    /// Parses an entry's name, logging each name the kernel cannot carry once.
+    mutating func validName(_ entry: Metadata) -> NodeName? {
+        switch NodeName.parse(entry.name) {
+        case .success(let name):
+            return name
+        case .failure(let why):
+            let key = entry.pathLower ?? entry.name
+            if hiddenPaths.insert(key).inserted {
+                Log.warning("hiding \(Log.quoted(entry.pathDisplay ?? entry.name)): \(why)")
+            }
+            return nil
+        }
+    }
+
     /// Logs, once each, the folders made from paths that the listing of `epoch` (0: change batches)
-    /// never confirmed with an entry of their own; returns how many. Call with the lock held.
-    func reportUnconfirmedFolders(madeBy epoch: UInt32, in s: inout State) {
-        for folder in s.tree.takeUnconfirmedFolders(madeBy: epoch) {
-            s.progress.madeFolders += 1
+    /// never confirmed with an entry of their own; returns how many.
+    mutating func reportUnconfirmedFolders(madeBy epoch: UInt32) -> Int {
+        let folders = tree.takeUnconfirmedFolders(madeBy: epoch)
+        for folder in folders {
             Log.warning(
-                "Dropbox listed entries inside \(Log.quoted(s.tree.path(of: folder))) but not the folder itself; "
+                "Dropbox listed entries inside \(Log.quoted(tree.path(of: folder))) but not the folder itself; "
                     + "showing them in a folder made from their paths")
         }
+        return folders.count
     }
 }
 

@@ -1,0 +1,115 @@
+// The filesystem core's facade: what the FUSE adapter calls. Lookups, attributes, folder pieces,
+// open, read, extended attributes and statfs, each a thin step over the parts it owns:
+// - the LiveTree (Tree/LiveTree.swift): the metadata tree it answers from;
+// - the SyncEngine (Sync/SyncEngine.swift): listings, the whole-account fill, the change watcher,
+//   the cursor and progress; the only writer of Dropbox's entries into the tree;
+// - the FileReader (Reader/) and the exported documents (Reader/Exports.swift): open files' bytes;
+// - the ThumbnailWriter (Thumbnails/): thumbnails for file managers.
+// It knows nothing of FUSE or libcurl: inodes are UInt64, errors are FilesystemError, and the
+// client is any DropboxClient, so the whole core runs in unit tests against an in-memory Dropbox.
+//
+// Locking: the facade has no lock of its own. Each part has its own (docs/ARCHITECTURE.md, "Locks"):
+// SyncEngine.state, then LiveTree.state when both are needed; the reader's, the exports', the
+// thumbnail writer's, the space-usage cache's, the tree store's and the connectivity state's are
+// never held while another is taken.
+
+import DropboxAPI
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+public final class Filesystem: Sendable {
+    public static let rootInode: UInt64 = 1
+
+    /// The client of user-driven requests (lookups, listings, reads, space usage): fails at once
+    /// while offline (Sync/Connectivity.swift).
+    let client: any DropboxClient
+    public let connectivity: Connectivity
+    let options: FilesystemOptions
+    /// The tree the kernel's requests are answered from.
+    let tree: LiveTree
+    /// Fills the tree and keeps it fresh.
+    let sync: SyncEngine
+    let invalidations: InvalidationPublisher
+    /// Open files and their bytes.
+    let reader: FileReader
+    /// Open handles on exported documents (Exports.swift).
+    let exports = ExportedDocuments()
+    /// Thumbnails for file managers (Thumbnails/); nil when off.
+    let thumbnails: ThumbnailWriter?
+    /// The last users/get_space_usage answer, for statfs (Filesystem+Statfs.swift).
+    let spaceUsage = Mutex<(value: SpaceUsage, at: Double)?>(nil)
+
+    /// `restoring`: a tree read back from `options.store`, served at once and caught up from its
+    /// cursor. `connectivity`: offline from the start when the mount could not reach Dropbox.
+    public init(
+        client: any DropboxClient, options: FilesystemOptions = FilesystemOptions(), restoring stored: StoredTree? = nil,
+        connectivity: Connectivity = Connectivity()
+    ) {
+        self.connectivity = connectivity
+        if options.watchChanges { connectivity.leaveProbesToWatcher() }
+        let gate = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: true)
+        self.client = gate
+        self.options = options
+        let invalidations = InvalidationPublisher(repeatAfter: options.invalidationRepeat)
+        self.invalidations = invalidations
+        let tree = LiveTree(
+            stored?.tree ?? MetadataTree(folderTime: options.folderTime), store: options.store,
+            listingTTL: options.folderListingTTL, monotonicNow: options.monotonicNow)
+        self.tree = tree
+        self.sync = SyncEngine(
+            tree: tree, client: gate,
+            syncClient: ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false),
+            connectivity: connectivity, options: options, invalidations: invalidations, restoring: stored)
+        self.reader = FileReader(client: gate, options: options.reader)
+        self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
+    }
+
+    public static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Converts a kernel inode number to a tree index, rejecting numbers the tree never gave out.
+    static func index(_ inode: UInt64) throws(FilesystemError) -> UInt32 {
+        guard inode > 0, inode <= UInt64(UInt32.max) else { throw .stale }
+        return UInt32(inode)
+    }
+
+    /// Where tree changes that make kernel caches stale are delivered (the FUSE session).
+    public func setInvalidationHandler(_ handler: (@Sendable ([Invalidation]) -> Void)?) {
+        invalidations.setSink(handler)
+    }
+
+    /// Number of entries currently in the tree (for statfs and progress reports).
+    public var entryCount: Int { tree.counts.live }
+
+    /// Starts the background work the options ask for (the fill, the change watcher). Call once,
+    /// after mounting.
+    public func startSync() { sync.start() }
+
+    /// Stops the background work (at unmount), thumbnails included.
+    public func stop() {
+        sync.stop()
+        thumbnails?.stop()
+    }
+
+    /// Waits until the tree first matches Dropbox (a completed fill, or a restored tree caught up
+    /// with its cursor); false when `seconds` pass first.
+    public func waitUntilCaughtUp(seconds: Double) async -> Bool {
+        await sync.caughtUp.wait(seconds: seconds)
+    }
+
+    /// The sync engine's progress and what the reader keeps, as one line of `key=value` pairs
+    /// (the root's `user.dropboxfs.status`, which `dropboxfs status` shows).
+    public func syncStatus() -> String {
+        let line = sync.statusLine()
+        let records = tree.counts.records
+        // What a long-running mount keeps (docs/SEMANTICS.md): these must come back to a plateau.
+        let kept = reader.keptCounts()
+        return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
+    }
+}

@@ -1,0 +1,98 @@
+// What a mount asks of the filesystem core: the owners of the core (the tree, the sync engine, the
+// reader, the thumbnail writer) each read the options that concern them.
+
+import DropboxAPI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+public struct FilesystemOptions: Sendable {
+    public var ownership: Ownership
+    /// The time shown for folders (seconds since the epoch): the mount time by default.
+    public var folderTime: Int64
+    /// How long a completed folder listing is trusted before it is listed again on the next
+    /// opendir or missing-name lookup. `.infinity` when a change watcher keeps the tree fresh.
+    public var folderListingTTL: Double
+    /// Page size asked of list_folder (1...2000).
+    public var pageLimit: UInt32
+    /// How long a space-usage answer is reused for statfs.
+    public var spaceUsageTTL: Double
+    /// Fill the whole tree in the background with recursive listings (DESIGN.md §4).
+    public var prefetch: Bool
+    /// Follow changes with longpoll + list_folder/continue and invalidate the kernel's caches.
+    public var watchChanges: Bool
+    /// How long a request for a folder waits for a recursive listing that will fill it before
+    /// listing the folder by itself.
+    public var prefetchWait: Double
+    /// How the whole-tree listing is spread over parallel branches (Sync/ParallelFill.swift).
+    public var fill: FillOptions
+    /// After the whole-tree listing has run this long, a walk that enters an unfilled folder gets
+    /// a recursive listing of its own subtree first.
+    public var subtreeListingAfter: Double
+    /// `timeout` of each longpoll, seconds (Dropbox accepts 30...480).
+    public var longpollTimeout: Int
+    /// Kernel invalidations are delivered again after this many seconds (Invalidations.swift).
+    public var invalidationRepeat: Double?
+    /// Multiplies the pause before a failed whole-account listing is started again (1, 2, 4 ... 60
+    /// s); tests shrink it.
+    public var fillRetryScale: Double
+    /// File reads: prefetch, buffer memory cap, disk cache (Reader/ReaderOptions.swift).
+    public var reader: ReaderOptions
+    /// Where the tree and its cursor are kept across mounts (Store/TreeStore.swift); nil keeps
+    /// everything in memory. Used with prefetch and watchChanges only.
+    public var store: TreeStore?
+    /// While offline, the change watcher tries Dropbox again at least this often (seconds).
+    public var offlineRetry: Double
+    /// A stored tree whose last whole-account listing is older than this (seconds) is listed
+    /// again in the background after its catch-up: the only way to learn of case-only renames,
+    /// which Dropbox does not report as changes.
+    public var relistStoredAfter: Double
+    /// Dropbox's thumbnails of the images in folders file managers list, written to the
+    /// thumbnail cache (Thumbnails/ThumbnailWriter.swift); nil: off.
+    public var thumbnails: ThumbnailOptions?
+    /// Monotonic seconds; injectable for tests.
+    public var monotonicNow: @Sendable () -> Double
+
+    public init(
+        ownership: Ownership = Ownership(uid: getuid(), gid: getgid()),
+        folderTime: Int64 = Int64(time(nil)),
+        folderListingTTL: Double = 60,
+        pageLimit: UInt32 = 2000,
+        spaceUsageTTL: Double = 60,
+        prefetch: Bool = false,
+        watchChanges: Bool = false,
+        prefetchWait: Double = 0.5,
+        fill: FillOptions = FillOptions(),
+        subtreeListingAfter: Double = 10,
+        longpollTimeout: Int = 120,
+        invalidationRepeat: Double? = 1,
+        fillRetryScale: Double = 1,
+        reader: ReaderOptions = ReaderOptions(),
+        store: TreeStore? = nil,
+        offlineRetry: Double = 10,
+        relistStoredAfter: Double = 7 * 86400,
+        thumbnails: ThumbnailOptions? = nil,
+        monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
+    ) {
+        self.ownership = ownership
+        self.folderTime = folderTime
+        self.folderListingTTL = folderListingTTL
+        self.pageLimit = pageLimit
+        self.spaceUsageTTL = spaceUsageTTL
+        self.prefetch = prefetch
+        self.watchChanges = watchChanges
+        self.prefetchWait = prefetchWait
+        self.fill = fill
+        self.subtreeListingAfter = subtreeListingAfter
+        self.longpollTimeout = longpollTimeout
+        self.invalidationRepeat = invalidationRepeat
+        self.fillRetryScale = fillRetryScale
+        self.reader = reader
+        self.store = store
+        self.offlineRetry = offlineRetry
+        self.relistStoredAfter = relistStoredAfter
+        self.thumbnails = thumbnails
+        self.monotonicNow = monotonicNow
+    }
+}
