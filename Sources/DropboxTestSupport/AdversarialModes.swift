@@ -1,7 +1,8 @@
-// The ways a fake Dropbox can be as unkind as the contract allows (dropbox-api.md §3): Dropbox
-// promises no listing order, no page size and no folding rule, so a fake that always lists parents
-// first, sorted, in full pages, folding names like the client, hides the bugs real accounts find.
-// Each mode is off by default; the names are the ones the HTTP fake accepts too.
+// The ways a fake Dropbox can be as unkind as the contract allows (docs/DROPBOX-API.md, "Delta
+// semantics", "Listing order", "Page sizes", "Case folding"): Dropbox promises no listing order, no
+// page size and no folding rule, so a fake that always lists parents first, sorted, in full pages,
+// folding names like the client, hides the bugs real accounts find. Each mode is off by default;
+// the names are the ones the HTTP fake accepts too.
 
 import Foundation
 

@@ -1,10 +1,11 @@
 // A scripted Dropbox account held in memory, so the filesystem core can be tested without a
-// network. It behaves like the service as dropbox-api.md describes: case-insensitive NFC path_lower
-// keys, stable ids, a new rev per change, paged listings with opaque cursors, deltas through
-// list_folder/continue, longpoll, ranged and per-revision downloads, and the service's errors.
-// Tests build the tree, change it between calls, and read the call counts afterwards. By default it
-// is orderly (parents first, sorted, full pages, the client's folding); AdversarialModes make it as
-// unkind as the contract allows, from a seed, so tests prove the client never depends on order.
+// network. It behaves like the service as docs/DROPBOX-API.md describes: case-insensitive NFC
+// path_lower keys, stable ids, a new rev per change, paged listings with opaque cursors, deltas
+// through list_folder/continue, longpoll, ranged and per-revision downloads, and the service's
+// errors. Tests build the tree, change it between calls, and read the call counts afterwards. By
+// default it is orderly (parents first, sorted, full pages, the client's folding); AdversarialModes
+// make it as unkind as the contract allows, from a seed, so tests prove the client never depends on
+// order.
 
 import DropboxAPI
 import Synchronization
@@ -34,7 +35,7 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
     /// - Parameters:
     ///   - reportsDeletedChildren: when a folder is deleted or moved, also journal a `deleted` entry
     ///     for each descendant (after the folder's own), the variant clients must handle too
-    ///     (dropbox-api.md §3).
+    ///     (docs/DROPBOX-API.md, "Delta semantics").
     ///   - adversarial: the unkind behaviours to turn on (none by default).
     ///   - adversarialSeed: every random choice of those modes derives from it, so a failing seed
     ///     replays.

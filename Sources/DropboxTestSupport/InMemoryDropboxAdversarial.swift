@@ -1,7 +1,7 @@
 // The pieces the in-memory Dropbox's adversarial listings and change pages share: random generators
 // derived from the seed (so a failing seed replays), irregular page sizes, re-cased ancestors in
 // path_display, and `deleted` entries for paths that never existed. Each is allowed by the contract
-// (dropbox-api.md §3), which is why a client must cope with all of them.
+// (docs/DROPBOX-API.md, "Delta semantics"), which is why a client must cope with all of them.
 
 import DropboxAPI
 
@@ -15,7 +15,7 @@ extension InMemoryDropboxStore {
     }
 
     /// A page size for the `pages` mode: sometimes empty (when allowed), often a handful, otherwise
-    /// anything up to `limit`, the way long-lived accounts page (dropbox-api.md §3).
+    /// anything up to `limit`, the way long-lived accounts page (docs/DROPBOX-API.md, "Page sizes").
     static func irregularPageSize(limit: Int, allowEmpty: Bool, _ random: inout SplitMix) -> Int {
         let roll = Int.random(in: 0..<100, using: &random)
         if roll < 10, allowEmpty { return 0 }

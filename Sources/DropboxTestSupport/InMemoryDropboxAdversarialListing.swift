@@ -4,7 +4,8 @@
 // kind before the real ones (replace), `deleted` entries for paths that never existed
 // (ghostDeletes); then pages of irregular size (pages), each shuffled (shuffle) and starting with
 // the previous page's last entries (repeats); then re-cased ancestors in path_display (caseDrift).
-// Applying the pages in order with the contract's rules (dropbox-api.md §3) still gives the tree.
+// Applying the pages in order with the contract's rules (docs/DROPBOX-API.md, "Delta semantics")
+// still gives the tree.
 
 import DropboxAPI
 

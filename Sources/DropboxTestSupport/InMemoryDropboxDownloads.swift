@@ -1,7 +1,7 @@
-// get_metadata and download for the in-memory Dropbox (dropbox-api.md §2): lookups by "/path",
-// "id:..." and "rev:..." (old revisions stay readable after changes and deletion), exact range
-// slicing, and the errors the service gives for the root, folders, export-only files and ranges
-// that start at or past the end of the file.
+// get_metadata and download for the in-memory Dropbox (docs/DROPBOX-API.md, "Routes used",
+// "Ranges"): lookups by "/path", "id:..." and "rev:..." (old revisions stay readable after changes
+// and deletion), exact range slicing, and the errors the service gives for the root, folders,
+// export-only files and ranges that start at or past the end of the file.
 
 import DropboxAPI
 
@@ -13,7 +13,7 @@ extension InMemoryDropboxStore {
         case .success(.rev(let rev)):
             guard let revision = revisions[rev] else { return .failure(.lookup(.notFound)) }
             var file = revision.metadata
-            file.symlinkTarget = nil  // rev: lookups omit symlink_info (dropbox-api.md §8)
+            file.symlinkTarget = nil  // rev: lookups omit symlink_info (docs/DROPBOX-API.md "Symlinks")
             return .success(.file(file))
         case .success(.key(let key)): return entry(at: key).map(\.metadata)
         case .success(.id(let id, let rest)):

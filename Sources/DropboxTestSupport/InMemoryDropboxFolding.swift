@@ -1,9 +1,10 @@
-// How the in-memory Dropbox folds a display path into its path_lower, the key of every lookup.
-// By default it folds exactly like the client (lowercase, then NFC). Dropbox documents no folding
-// rule (dropbox-api.md §3), so the adversarial `fold` mode uses one that differs from the client's
-// where real servers plausibly do: whole-string lowercasing with the Greek final-sigma rule (as
-// Python's str.lower() does), ß -> ss, the ﬁ/ﬂ ligatures split, and i + combining dot above -> i.
-// The fold is a property of the store, so builders, lookups and path arguments all agree with it.
+// How the in-memory Dropbox folds a display path into its path_lower, the key of every lookup. By
+// default it folds exactly like the client (lowercase, then NFC). Dropbox documents no folding rule
+// (docs/DROPBOX-API.md, "Case folding"), so the adversarial `fold` mode uses one that differs from
+// the client's where real servers plausibly do: whole-string lowercasing with the Greek final-sigma
+// rule (as Python's str.lower() does), ß -> ss, the ﬁ/ﬂ ligatures split, and i + combining dot
+// above -> i. The fold is a property of the store, so builders, lookups and path arguments all
+// agree with it.
 
 import Foundation
 

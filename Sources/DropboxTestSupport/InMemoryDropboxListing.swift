@@ -1,10 +1,10 @@
 // list_folder, list_folder/continue, get_latest_cursor and the longpoll check of the in-memory
-// Dropbox (dropbox-api.md §2, §3). A list_folder call snapshots its entries (a folder always before
-// its children; a recursive listing of a non-root folder starts with the folder itself) and serves
-// them page by page; once has_more is false, continue replays the journal from the cursor's
-// position, filtered to the cursor's folder (direct children only when not recursive). With
-// adversarial modes on, the listing and the change pages are laid out unkindly instead
-// (InMemoryDropboxAdversarial*.swift); with none, nothing here changes.
+// Dropbox (docs/DROPBOX-API.md, "list_folder", "Delta semantics"). A list_folder call snapshots its
+// entries (a folder always before its children; a recursive listing of a non-root folder starts
+// with the folder itself) and serves them page by page; once has_more is false, continue replays
+// the journal from the cursor's position, filtered to the cursor's folder (direct children only
+// when not recursive). With adversarial modes on, the listing and the change pages are laid out
+// unkindly instead (InMemoryDropboxAdversarial*.swift); with none, nothing here changes.
 
 import DropboxAPI
 

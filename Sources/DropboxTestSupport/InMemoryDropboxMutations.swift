@@ -1,5 +1,5 @@
 // How the in-memory Dropbox changes: adding, modifying, deleting and moving entries, each change
-// recorded in the journal the way list_folder/continue reports it (dropbox-api.md §3, "Delta
+// recorded in the journal the way list_folder/continue reports it (docs/DROPBOX-API.md, "Delta
 // semantics"): `file` and `folder` for what now exists, `deleted` for a removed path and its
 // subtree, a move as `deleted` at the old path plus the new entries, parents first (children first
 // with the `lateParents` mode). Replacing a file by a folder or a folder by a file journals only the

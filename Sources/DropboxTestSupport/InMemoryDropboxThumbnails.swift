@@ -8,7 +8,7 @@
 import DropboxAPI
 
 extension InMemoryDropboxStore {
-    /// The extensions Dropbox thumbnails (dropbox-api.md §10), lower-case.
+    /// The extensions Dropbox thumbnails (docs/DROPBOX-API.md, "Thumbnails"), lower-case.
     static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "tiff", "tif", "gif", "webp", "ppm", "bmp"]
 
     /// Dropbox does not convert images over 20 MiB.

@@ -1,8 +1,11 @@
-// Typed replies to one kernel request. Every libfuse reply call lives here, so the operations read as
-// "decode, call the core, reply", and each request is answered exactly once. Each reply goes
-// through the request owner (RequestOwner.swift), which sends it only while the session can take
-// it; requests answered from a Task are registered with it first (`later`), so an interrupt
-// cancels their Task and an unmount fails them.
+// Typed replies to one kernel request, so the operations read as "decode, call the core, reply",
+// and each request is answered once. This file builds each reply (the fuse_reply_* call and its
+// arguments); whether it is sent is decided by the request owner (RequestOwner.swift), the one way
+// to answer a request, which sends it only while the session can take it. Requests answered from a
+// Task are registered with it first (`later`), so an interrupt cancels their Task, an unmount fails
+// them, and a reply that comes after either is dropped. Folder listings fill their buffer in
+// DirectoryReplies.swift and reply through here; the owner's own libfuse calls (failing a request,
+// registering the interrupt callback) are at the end of this file.
 
 import CFuse
 import DropboxFS

@@ -76,7 +76,7 @@ public final class FUSESession: Sendable {
         defer { if destroy { fuse_session_destroy(session) } }
 
         // libfuse installs its handlers only where the disposition is SIG_DFL; a daemon started in
-        // the background inherits SIGINT ignored (NOTES-swift-fuse.md, signals).
+        // the background inherits SIGINT ignored (docs/SWIFT-FUSE-NOTES.md, "Signals").
         for signal in [SIGINT, SIGTERM, SIGHUP] { Glibc.signal(signal, SIG_DFL) }
         guard fuse_set_signal_handlers(session) == 0 else { throw .mountFailed(mountpoint) }
         defer { fuse_remove_signal_handlers(session) }

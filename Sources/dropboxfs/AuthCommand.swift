@@ -1,4 +1,5 @@
-// `dropboxfs auth`: sign in with OAuth 2 + PKCE (no client secret; dropbox-api.md §6). It prints
+// `dropboxfs auth`: sign in with OAuth 2 + PKCE (no client secret; docs/DROPBOX-API.md, "OAuth 2
+// with PKCE"). It prints
 // the authorize URL, reads the code the user pastes (or the code from stdin, for scripts),
 // exchanges it for a refresh token and stores it privately. `--sign-out` revokes the sign-in at
 // Dropbox and deletes the stored file.

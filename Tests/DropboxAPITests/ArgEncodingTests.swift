@@ -1,5 +1,5 @@
-// Dropbox-API-Arg must be header safe (dropbox-api.md §1): the SwiftyDropbox vectors, DEL, and a
-// round trip proving the escaped text is still the same JSON.
+// Dropbox-API-Arg must be header safe (docs/DROPBOX-API.md, "Dropbox-API-Arg encoding"): the
+// SwiftyDropbox vectors, DEL, and a round trip proving the escaped text is still the same JSON.
 
 import Foundation
 import Testing

@@ -1,5 +1,5 @@
-// The Dropbox content_hash (dropbox-api.md §5): the published vectors for n bytes of 'A' around
-// the 4 MiB block boundary, and the same results when bytes arrive in awkward pieces.
+// The Dropbox content_hash (docs/DROPBOX-API.md, "content_hash"): the published vectors for n bytes
+// of 'A' around the 4 MiB block boundary, and the same results when bytes arrive in awkward pieces.
 
 import DropboxAPI
 import Testing

@@ -1,4 +1,5 @@
-// Status plus body to DropboxError (dropbox-api.md §4), as a table: every envelope of the doc,
+// Status plus body to DropboxError (docs/DROPBOX-API.md, "Errors"), as a table: every envelope of
+// the doc,
 // nested and bare-string union members, the 429 variants, and bodies that are not what they claim.
 
 import Testing

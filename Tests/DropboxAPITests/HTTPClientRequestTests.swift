@@ -1,5 +1,6 @@
 // What DropboxHTTPClient puts on the wire, checked against a scripted transport: the RPC,
-// content-download and notify styles of dropbox-api.md §1, endpoint URLs, and reply decoding.
+// content-download and notify styles (docs/DROPBOX-API.md, "Hosts and request styles"), endpoint
+// URLs, and reply decoding.
 
 import Foundation
 import Testing

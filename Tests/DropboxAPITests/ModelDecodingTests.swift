@@ -1,6 +1,6 @@
-// Every JSON shape of dropbox-api.md §2-3 decodes into the models: file, folder and deleted
-// metadata with optional parts, unknown fields and nulls; listings with an undecodable entry;
-// accounts; space usage for individuals and teams; the download result header.
+// Every JSON shape of docs/DROPBOX-API.md ("Routes used", "Metadata") decodes into the models:
+// file, folder and deleted metadata with optional parts, unknown fields and nulls; listings with an
+// undecodable entry; accounts; space usage for individuals and teams; the download result header.
 
 import Foundation
 import Testing

@@ -1,5 +1,5 @@
 """Shared helpers for the mount tests: running tools with timeouts, polling, and the expected view of
-the fake's tree (the rules of docs/SEMANTICS.md "Names and semantics").
+the fake's tree (the rules of docs/SEMANTICS.md "Names").
 
 Expected-listing rule: every entry of `/_control/tree` appears under its own `name` (exact UTF-8
 bytes); folders as `d`, files as `f` with their exact size, symlinks (entries with a

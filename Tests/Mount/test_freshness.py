@@ -186,12 +186,13 @@ def test_new_file_replaces_a_cached_negative_lookup(fake_factory, mount_factory)
 
 
 def test_case_only_rename_keeps_the_old_name_until_remount(fake_factory, mount_factory):
-    """Dropbox's list_folder/continue never reports a rename that only changes case (dropbox-api.md
-    §3), so the mount cannot know about it: the old spelling stays until the account is listed
-    again: a mount without a stored tree (here --no-persist), a cursor reset, or a stored tree
-    whose last full listing is a week old (docs/SEMANTICS.md). A remount from the stored tree keeps
-    the old spelling. This asserts the current, documented behaviour; if the product ever learns of
-    such renames otherwise, this test must change with the docs."""
+    """Dropbox's list_folder/continue never reports a rename that only changes case
+    (docs/DROPBOX-API.md, "Case folding"), so the mount cannot know about it: the old spelling
+    stays until the account is listed again: a mount without a stored tree (here --no-persist), a
+    cursor reset, or a stored tree whose last full listing is a week old (docs/SEMANTICS.md). A
+    remount from the stored tree keeps the old spelling. This asserts the current, documented
+    behaviour; if the product ever learns of such renames otherwise, this test must change with the
+    docs."""
     fake = fake_factory("--synthetic", "200")
     fake.add_file("/fresh/Case.txt", b"same bytes\n")
     m = mount_factory(fake)

@@ -1,8 +1,9 @@
-"""The whole-account fill over parallel branches (docs/SEMANTICS.md, "Prefetch"), through the real
-mount and the HTTP fake with the page policy Dropbox is allowed: pages capped far below `limit`,
-stretches of one-entry pages, server time per page. The tree must come out exact, the requests
-within 1.3 times the pages the data needs plus 20, and changes made while the branches are listed
-must end as the account says (adds, deletes, a move across branches, a folder replaced by a file)."""
+"""The whole-account fill over parallel branches (docs/SEMANTICS.md, "Listing order and shapes"),
+through the real mount and the HTTP fake with the page policy Dropbox is allowed: pages capped far
+below `limit`, stretches of one-entry pages, server time per page. The tree must come out exact,
+the requests within 1.3 times the pages the data needs plus 20, and changes made while the branches
+are listed must end as the account says (adds, deletes, a move across branches, a folder replaced
+by a file)."""
 
 import math
 import time

@@ -1,7 +1,8 @@
-"""The background fill (DESIGN.md §4): the whole account is listed with recursive list_folder at
-mount, so walks see a complete, correct tree even while the fill runs, and cost no listing requests
-once it is done; a cold walk costs about one request per 2,000-entry page. --no-prefetch lists folders
-one request each; --no-watch relies on --dir-cache-time instead of the change watcher."""
+"""The background fill (docs/ARCHITECTURE.md, "Recursive listings and complete folders"): the whole
+account is listed with recursive list_folder at mount, so walks see a complete, correct tree even
+while the fill runs, and cost no listing requests once it is done; a cold walk costs about one
+request per 2,000-entry page. --no-prefetch lists folders one request each; --no-watch relies on
+--dir-cache-time instead of the change watcher."""
 
 import math
 

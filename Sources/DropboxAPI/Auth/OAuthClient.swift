@@ -1,6 +1,7 @@
-// The OAuth 2 code flow with PKCE and no client secret (dropbox-api.md §6): the authorize URL the
-// user opens, the exchange of the pasted code, and refresh grants. Request bodies here carry codes
-// and refresh tokens, so nothing of them is ever logged (the transport logs route and status only).
+// The OAuth 2 code flow with PKCE and no client secret (docs/DROPBOX-API.md, "OAuth 2 with PKCE"):
+// the authorize URL the user opens, the exchange of the pasted code, and refresh grants. Request
+// bodies here carry codes and refresh tokens, so nothing of them is ever logged (the transport logs
+// route and status only).
 
 import Foundation
 

@@ -1,5 +1,6 @@
-// The PKCE pair of the OAuth code flow (RFC 7636, S256; dropbox-api.md §6): a 128-character
-// verifier of [A-Za-z0-9] from OpenSSL's RAND_bytes, and its challenge base64url(SHA-256) without '='.
+// The PKCE pair of the OAuth code flow (RFC 7636, S256; docs/DROPBOX-API.md, "OAuth 2 with PKCE"):
+// a 128-character verifier of [A-Za-z0-9] from OpenSSL's RAND_bytes, and its challenge
+// base64url(SHA-256) without '='.
 
 import CCrypto
 import Foundation

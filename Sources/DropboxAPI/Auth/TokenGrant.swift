@@ -1,4 +1,5 @@
-// The reply of the OAuth token endpoint (dropbox-api.md §6), for the code exchange and refreshes.
+// The reply of the OAuth token endpoint (docs/DROPBOX-API.md, "OAuth 2 with PKCE"), for the code
+// exchange and refreshes.
 
 public struct TokenGrant: Sendable, Equatable, Decodable {
     public var accessToken: String

@@ -1,6 +1,7 @@
-// Turns a non-success reply into a DropboxError (dropbox-api.md §4). The decision rests on the
-// status code and the decoded `.tag`s of the error union; error_summary is only carried along for
-// messages, except one documented prefix (`range/not_satisfiable`) whose tag shape is unconfirmed.
+// Turns a non-success reply into a DropboxError (docs/DROPBOX-API.md, "Errors"). The decision rests
+// on the status code and the decoded `.tag`s of the error union; error_summary is only carried
+// along for messages, except one documented prefix (`range/not_satisfiable`) whose tag shape is
+// unconfirmed.
 
 extension DropboxError {
     /// The error for a reply with a status other than the route's success status.

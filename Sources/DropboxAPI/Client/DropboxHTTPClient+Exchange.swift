@@ -1,7 +1,7 @@
-// The plumbing under every route: the three request styles of dropbox-api.md §1 (RPC, content
-// download, notify), the bearer token with one refresh-and-retry after expired_access_token, and
-// the pacer around each exchange. Replies are checked and decoded inside the paced operation, so a
-// body cut short is retried like any other lost connection.
+// The plumbing under every route: the three request styles (RPC, content download, notify;
+// docs/DROPBOX-API.md, "Hosts and request styles"), the bearer token with one refresh-and-retry
+// after expired_access_token, and the pacer around each exchange. Replies are checked and decoded
+// inside the paced operation, so a body cut short is retried like any other lost connection.
 
 import Foundation
 

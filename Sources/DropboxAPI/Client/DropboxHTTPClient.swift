@@ -1,6 +1,7 @@
 // The live DropboxClient: every route of the protocol over HTTP, in the endpoint style Dropbox
-// gives it (dropbox-api.md §1-2). Plumbing shared by the routes (tokens, pacer, the three request
-// styles) lives in DropboxHTTPClient+Exchange.swift; ranged download checks in +Download.swift.
+// gives it (docs/DROPBOX-API.md, "Routes used"). Plumbing shared by the routes (tokens, pacer, the
+// three request styles) lives in DropboxHTTPClient+Exchange.swift; ranged download checks in
+// +Download.swift.
 
 public final class DropboxHTTPClient: DropboxClient {
     public struct Configuration: Sendable {

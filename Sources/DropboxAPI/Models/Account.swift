@@ -1,4 +1,5 @@
-// users/get_current_account and users/get_space_usage results (dropbox-api.md §2).
+// users/get_current_account and users/get_space_usage results (docs/DROPBOX-API.md, "Account and
+// space usage").
 
 public struct FullAccount: Sendable, Equatable {
     public var accountId: String

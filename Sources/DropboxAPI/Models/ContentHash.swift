@@ -1,7 +1,8 @@
 // A Dropbox content_hash kept as its 32 raw bytes (four words) instead of a 64-character String:
-// at a million files that is 32 bytes instead of about 100 (NOTES-swift-fuse.md, memory).
+// at a million files that is 32 bytes instead of about 100 (docs/SWIFT-FUSE-NOTES.md, "Memory per
+// entry").
 
-/// The 256-bit Dropbox content hash of a file (dropbox-api.md §5).
+/// The 256-bit Dropbox content hash of a file (docs/DROPBOX-API.md, "content_hash").
 public struct ContentHash: Sendable, Hashable, CustomStringConvertible {
     public var w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
 

@@ -1,6 +1,6 @@
-// Typed Dropbox metadata (dropbox-api.md §3): the fields a filesystem uses, decoded from the
-// ".tag"-discriminated JSON union. Unknown fields are ignored and optional fields may be absent or
-// null, as the Stone serializer allows.
+// Typed Dropbox metadata (docs/DROPBOX-API.md, "Metadata"): the fields a filesystem uses, decoded
+// from the ".tag"-discriminated JSON union. Unknown fields are ignored and optional fields may be
+// absent or null, as the Stone serializer allows ("Decoding rules").
 
 /// One entry of a listing or a metadata reply.
 public enum Metadata: Sendable, Equatable {

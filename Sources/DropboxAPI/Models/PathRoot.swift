@@ -1,6 +1,7 @@
-// Which namespace paths are relative to (the `Dropbox-API-Path-Root` header, dropbox-api.md §1):
-// without it, a team-space member sees only their own folder; with the team's root namespace they
-// see the team space, where their folder sits at `root_info.home_path` beside the team folders.
+// Which namespace paths are relative to (the `Dropbox-API-Path-Root` header, docs/DROPBOX-API.md,
+// "Path root"): without it, a team-space member sees only their own folder; with the team's root
+// namespace they see the team space, where their folder sits at `root_info.home_path` beside the
+// team folders.
 
 public enum PathRoot: Sendable, Equatable {
     /// The member's own folder (the default; no header is sent).

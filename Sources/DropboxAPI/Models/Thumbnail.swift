@@ -1,8 +1,7 @@
-// files/get_thumbnail_batch (dropbox-api.md; Dropbox's own reference for the route): up to 25
-// images per request, each answered on its own, so one file Dropbox cannot thumbnail (not an
-// image, over 20 MiB, gone) fails only its own entry. The argument's unions are sent in their
-// tagged form ({".tag": "png"}); the reply's `metadata` is not decoded (the caller asked by
-// revision and knows the file).
+// files/get_thumbnail_batch (docs/DROPBOX-API.md, "Thumbnails"): up to 25 images per request, each
+// answered on its own, so one file Dropbox cannot thumbnail (not an image, over 20 MiB, gone) fails
+// only its own entry. The argument's unions are sent in their tagged form ({".tag": "png"}); the
+// reply's `metadata` is not decoded (the caller asked by revision and knows the file).
 
 import Foundation
 

@@ -1,6 +1,7 @@
-// JSON for the Dropbox-API-Arg header. Header values must be "HTTP header safe" (dropbox-api.md §1):
-// 0x7F and every non-ASCII character become \uXXXX with lowercase hex, and characters above U+FFFF
-// become a UTF-16 surrogate pair. Raw UTF-8 there gets a 400 from Dropbox.
+// JSON for the Dropbox-API-Arg header. Header values must be "HTTP header safe"
+// (docs/DROPBOX-API.md, "Dropbox-API-Arg encoding"): 0x7F and every non-ASCII character become
+// \uXXXX with lowercase hex, and characters above U+FFFF become a UTF-16 surrogate pair. Raw UTF-8
+// there gets a 400 from Dropbox.
 
 import Foundation
 

@@ -1,6 +1,6 @@
-// Computes Dropbox's content_hash of a byte stream (dropbox-api.md §5): SHA-256 of each 4 MiB
-// block, then SHA-256 of the concatenated block digests. Feed bytes in pieces of any size, so a
-// file can be hashed while it is read.
+// Computes Dropbox's content_hash of a byte stream (docs/DROPBOX-API.md, "content_hash"): SHA-256
+// of each 4 MiB block, then SHA-256 of the concatenated block digests. Feed bytes in pieces of any
+// size, so a file can be hashed while it is read.
 
 public final class ContentHasher {
     public static let blockSize = 4 * 1024 * 1024

@@ -18,7 +18,8 @@ public struct FilesystemOptions: Sendable {
     public var pageLimit: UInt32
     /// How long a space-usage answer is reused for statfs.
     public var spaceUsageTTL: Double
-    /// Fill the whole tree in the background with recursive listings (DESIGN.md §4).
+    /// Fill the whole tree in the background with recursive listings (docs/ARCHITECTURE.md,
+    /// "Recursive listings and complete folders").
     public var prefetch: Bool
     /// Follow changes with longpoll + list_folder/continue and invalidate the kernel's caches.
     public var watchChanges: Bool

@@ -1,6 +1,7 @@
-// The tree store: the metadata tree and its change cursor, kept across mounts in one SQLite database
-// per account, path root and server, so a remount serves the last known tree at once (and offline)
-// and catches up with one list_folder/continue (docs/ARCHITECTURE.md, "Tree store").
+// The tree store: the metadata tree and its change cursor, kept across mounts in one SQLite
+// database per account, path root and server, so a remount serves the last known tree at once (and
+// offline) and catches up with one list_folder/continue (docs/ARCHITECTURE.md, "The tree store
+// (remount and offline)").
 //
 // The rows mirror the in-memory tree as of the last batch written: the sync engine hands over each
 // change batch together with its cursor, and each batch is one transaction, so the file always holds

@@ -1,11 +1,12 @@
-// Recursive listings (DESIGN.md §4): one `list_folder recursive:true` fills a whole subtree in pages
-// of up to 2000 entries, so a cold `find` over 10,000 folders costs tens of requests instead of
-// 10,000. The whole-account listing starts at mount; in a big account (the listing still runs
-// after subtreeListingAfter) a walk gets its top-level branch listed first. Folders become complete only
-// when their listing ends (Dropbox promises no order: a child may come before its folder, which is
-// then made from the child's path until its own entry arrives, see TreeUpdates.swift); a request for
-// a folder a listing will fill waits a little for it, then lists the folder by itself. A failed
-// whole-account listing is started again with backoff (ChangeWatcher.establishCursor).
+// Recursive listings (docs/ARCHITECTURE.md, "Recursive listings and complete folders"): one
+// `list_folder recursive:true` fills a whole subtree in pages of up to 2000 entries, so a cold
+// `find` over 10,000 folders costs tens of requests instead of 10,000. The whole-account listing
+// starts at mount; in a big account (the listing still runs after subtreeListingAfter) a walk gets
+// its top-level branch listed first. Folders become complete only when their listing ends (Dropbox
+// promises no order: a child may come before its folder, which is then made from the child's path
+// until its own entry arrives, see TreeUpdates.swift); a request for a folder a listing will fill
+// waits a little for it, then lists the folder by itself. A failed whole-account listing is started
+// again with backoff (ChangeWatcher.establishCursor).
 
 import DropboxAPI
 

@@ -9,7 +9,8 @@
 import DropboxAPI
 
 enum ThumbnailNames {
-    /// The image extensions Dropbox makes thumbnails of (dropbox-api.md §10), lower-case.
+    /// The image extensions Dropbox makes thumbnails of (docs/DROPBOX-API.md, "Thumbnails"),
+    /// lower-case.
     static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "tiff", "tif", "gif", "webp", "ppm", "bmp"]
 
     /// Dropbox does not convert images over 20 MiB ("20MB").

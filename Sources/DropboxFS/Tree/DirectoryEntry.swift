@@ -1,5 +1,7 @@
-// A snapshot of one folder entry, taken when a folder is opened, so readdir offsets stay stable
-// however the tree changes while `ls` is reading.
+// One folder entry as Filesystem.readDirectory offers it to the adapter: its name and attributes,
+// read from the tree under the filesystem's lock while one piece of a listing is built. Nothing is
+// kept between pieces (there are no folder handles); a listing read while the folder changes stays
+// consistent through its offset cookies (Filesystem+Directories.swift).
 
 public struct DirectoryEntry: Sendable, Equatable {
     public var name: String

@@ -1,10 +1,11 @@
-// The metadata tree: every known Dropbox entry as a Node, indexed by inode number, with each folder's
-// children keyed by Dropbox's own key for them, the last component of their `path_lower` (FoldKey),
-// never by a folding of ours (DESIGN.md §3; docs/SEMANTICS.md "Names"). Nodes live in a chunked
-// NodeStore; folder-only state in a separate FolderState table that a folder node points into
-// (`folderSlot`). It is a plain value type with no locking and no I/O: the Filesystem owns the one
-// instance inside its mutex (Filesystem.state), and every mutation reports which kernel cache
-// entries it made stale so the FUSE layer can invalidate exactly those.
+// The metadata tree: every known Dropbox entry as a Node, indexed by inode number, with each
+// folder's children keyed by Dropbox's own key for them, the last component of their `path_lower`
+// (FoldKey), never by a folding of ours (docs/ARCHITECTURE.md "The metadata tree";
+// docs/SEMANTICS.md "Names"). Nodes live in a chunked NodeStore; folder-only state in a separate
+// FolderState table that a folder node points into (`folderSlot`). It is a plain value type with no
+// locking and no I/O: the Filesystem owns the one instance inside its mutex (Filesystem.state), and
+// every mutation reports which kernel cache entries it made stale so the FUSE layer can invalidate
+// exactly those.
 //
 // Entries may arrive in any order (Dropbox promises none): a child before its parent folder gets a
 // *provisional* folder made from its path (`provisionalFolder`), which the parent's own entry later

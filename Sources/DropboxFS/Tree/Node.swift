@@ -1,9 +1,10 @@
 // One record per Dropbox entry, stored in the MetadataTree's NodeStore and addressed by its index,
 // which is also the inode number the kernel sees. A struct in chunked storage (no class per entry)
-// keeps a million entries compact (NOTES-swift-fuse.md, memory; docs/PERFORMANCE.md): the `id` is
-// packed into 17 bytes, a hex `rev` of up to 16 digits into a UInt64, the content hash is 32 raw
-// bytes, and folder-only state lives in the tree's FolderState table, indexed by `folderSlot`. The
-// nodes are guarded by whatever guards their MetadataTree (Filesystem.state).
+// keeps a million entries compact (docs/SWIFT-FUSE-NOTES.md "Memory per entry";
+// docs/PERFORMANCE.md): the `id` is packed into 17 bytes, a hex `rev` of up to 16 digits into a
+// UInt64, the content hash is 32 raw bytes, and folder-only state lives in the tree's FolderState
+// table, indexed by `folderSlot`. The nodes are guarded by whatever guards their MetadataTree
+// (Filesystem.state).
 
 import DropboxAPI
 

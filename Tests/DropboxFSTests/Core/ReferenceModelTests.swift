@@ -1,4 +1,4 @@
-// Seeded random reference tests (STYLE.md "Tests"): a random tree with nasty names, random remote
+// Seeded random reference tests (docs/STYLE.md "Tests"): a random tree with nasty names, random remote
 // mutation sequences, and after the watcher caught up, a full walk of the core compared with what
 // the in-memory Dropbox holds (names the kernel cannot carry hidden, with everything below them).
 // Every scenario runs under an adversarial listing shape of the fake (AdversarialModes: shuffled

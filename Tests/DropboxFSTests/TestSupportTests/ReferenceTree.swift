@@ -1,8 +1,8 @@
 // A client's tree built only from list_folder and continue entries, with nothing but the rules the
-// contract gives (dropbox-api.md §3), so the adversarial fake's tests can check that its unkind
-// pages still describe its own tree. Entries are applied in order and keyed by path_lower; missing
-// parents become placeholder folders named from the path_display component, confirmed when their
-// own entry arrives.
+// contract gives (docs/DROPBOX-API.md, "Delta semantics"), so the adversarial fake's tests can
+// check that its unkind pages still describe its own tree. Entries are applied in order and keyed
+// by path_lower; missing parents become placeholder folders named from the path_display component,
+// confirmed when their own entry arrives.
 
 import DropboxAPI
 

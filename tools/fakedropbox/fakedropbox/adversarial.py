@@ -1,5 +1,6 @@
 """Adversarial listing modes: list_folder and continue as unkind as the
-Dropbox contract allows (dropbox-api.md section 3, "Delta semantics").
+Dropbox contract allows (docs/DROPBOX-API.md, "Delta semantics", "Listing
+order", "Page sizes", "Case folding").
 
 Exists because Dropbox promises no listing order, no page size and no folding
 rule, while the default fake lists parents first, sorted, in full pages, and

@@ -1,6 +1,7 @@
 """--make-certs: a throw-away CA and a localhost leaf certificate via openssl.
 
-Exists because the official SDK only speaks https (dropbox-api.md section 9):
+Exists because the official SDK only speaks https (docs/DROPBOX-API.md,
+"Clients against a local server"):
 tests point REQUESTS_CA_BUNDLE (or URLSession trust) at DIR/ca.pem.
 Existing valid files in DIR are reused; a lock file serialises parallel starts.
 """

@@ -2,7 +2,8 @@
 
 Exists so that file bodies are never held in memory for synthetic trees: a
 synthetic file's bytes are a pure function of (seed, offset), any range can be
-produced quickly, and content_hash follows dropbox-api.md section 5 exactly.
+produced quickly, and content_hash follows docs/DROPBOX-API.md, "content_hash",
+exactly.
 """
 
 import hashlib

@@ -1,4 +1,4 @@
-"""Reply objects and the Dropbox error shapes (dropbox-api.md section 4).
+"""Reply objects and the Dropbox error shapes (docs/DROPBOX-API.md, "Errors").
 
 Exists so every route builds errors the same, faithful way: 400 plain text,
 JSON 401/409/422/429 with error_summary derived from the tags.

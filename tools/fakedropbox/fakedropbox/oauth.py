@@ -1,9 +1,9 @@
 """Access tokens, refresh tokens and the OAuth 2 PKCE endpoints.
 
-Exists to emulate dropbox-api.md section 6: /oauth2/authorize (approves at
-once), /oauth2/token (authorization_code with S256 PKCE, refresh_token), token
-expiry and scopes, and auth/token/revoke.  Has its own small lock
-(``TokenStore.lock``), independent of the tree lock.
+Exists to emulate docs/DROPBOX-API.md, "OAuth 2 with PKCE": /oauth2/authorize
+(approves at once), /oauth2/token (authorization_code with S256 PKCE,
+refresh_token), token expiry and scopes, and auth/token/revoke.  Has its own
+small lock (``TokenStore.lock``), independent of the tree lock.
 """
 
 import base64

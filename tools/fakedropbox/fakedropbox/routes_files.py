@@ -1,7 +1,8 @@
 """The files/* API routes: list_folder (+continue, get_latest_cursor,
 longpoll), get_metadata, download, export and get_thumbnail_batch.
 
-Exists to implement dropbox-api.md sections 2-5 on top of tree.py.  Handlers
+Exists to implement docs/DROPBOX-API.md ("Routes used" to "Ranges", and
+"Thumbnails", "Exports") on top of tree.py.  Handlers
 take (state, request, arg) and return an httpio.Reply; ArgError becomes a
 plain-text 400.  Paths in arguments and replies are those of the request's
 namespace view (``req.view``, see team.py); a cursor keeps the view it was

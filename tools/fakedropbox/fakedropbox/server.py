@@ -1,7 +1,8 @@
 """HTTP(S) server: request parsing, auth, argument decoding, faults, replies.
 
 Exists to put the routes behind a faithful HTTP front: HTTP/1.1 keep-alive,
-TCP_NODELAY, each small reply sent in ONE write (dropbox-api.md section 9),
+TCP_NODELAY, each small reply sent in ONE write (docs/DROPBOX-API.md, "Clients
+against a local server"),
 Date and X-Dropbox-Request-Id on every reply, plain-text 400s, 401/422 JSON,
 injected faults, latency and per-connection bandwidth limits.
 """

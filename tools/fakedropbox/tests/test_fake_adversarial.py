@@ -27,7 +27,8 @@ def ancestors(pl):
 
 
 class Replica:
-    """A client's view built with the documented rules (dropbox-api.md section 3):
+    """A client's view built with the documented rules (docs/DROPBOX-API.md,
+    "Delta semantics"):
     file: store, create missing parents, replace whatever is there (with its
     children); folder: store, create missing parents, replace a file, keep
     children; deleted: remove the path and its subtree, ignore if absent.

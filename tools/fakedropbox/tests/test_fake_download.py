@@ -7,7 +7,7 @@ from fakedropbox.content import content_hash_hex
 
 
 def dropbox_hash(data):
-    """Independent implementation of dropbox-api.md section 5."""
+    """Independent implementation of docs/DROPBOX-API.md, "content_hash"."""
     blocks = b"".join(hashlib.sha256(data[i:i + 4194304]).digest()
                       for i in range(0, len(data), 4194304))
     return hashlib.sha256(blocks).hexdigest()

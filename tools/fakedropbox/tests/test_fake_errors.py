@@ -1,4 +1,5 @@
-"""Error shapes, statuses and headers (dropbox-api.md sections 1 and 4)."""
+"""Error shapes, statuses and headers (docs/DROPBOX-API.md, "Hosts and request
+styles", "Errors")."""
 
 import json
 import re
