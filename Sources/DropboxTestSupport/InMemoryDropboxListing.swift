@@ -163,7 +163,7 @@ extension InMemoryDropboxStore {
         switch DropboxPath.parse(path, folding: folding) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .success("")
-        case .success(.rev): return .failure(.lookup(.malformedPath))
+        case .success(.rev): return .failure(DropboxPath.patternMismatch(path))  // list paths take no revision
         case .success(.key(let key)): return folder(at: key)
         case .success(.id(let id, let rest)):
             guard let base = idIndex[id] else { return .failure(.lookup(.notFound)) }

@@ -52,8 +52,11 @@ enum DropboxPath {
     }
 
     /// Parses a path argument as Dropbox does, folding path keys with `folding`. "/" is rejected with
-    /// 400, as the real service does; repeated slashes are collapsed (rclone sends "//a"); anything
-    /// else unrecognised is malformed.
+    /// 400, as the real service does; repeated slashes are collapsed (rclone sends "//a"). A path of
+    /// none of the forms the routes' argument patterns allow ("/...", "id:...", "rev:" and at least
+    /// nine lower-case hex digits, "ns:...") is a 400 too: Dropbox checks the pattern before it
+    /// looks anything up. Other unrecognised paths (a trailing slash, an "ns:" path, which this
+    /// fake does not model) are malformed.
     static func parse(_ path: String, folding: PathFolding) -> Result<Parsed, DropboxError> {
         if path.isEmpty { return .success(.root) }
         if path == "/" { return .failure(.badRequest(message: "path: '/' is not a valid path; use \"\" for the root")) }
@@ -62,9 +65,21 @@ enum DropboxPath {
             guard let rest = collapse(String(path[slash...])) else { return .failure(.lookup(.malformedPath)) }
             return .success(.id(String(path[..<slash]), rest: folding.key(rest)))
         }
-        if path.hasPrefix("rev:") { return .success(.rev(String(path.dropFirst(4)))) }
-        guard path.hasPrefix("/"), let collapsed = collapse(path) else { return .failure(.lookup(.malformedPath)) }
+        if path.hasPrefix("rev:") {
+            let rev = path.dropFirst(4)
+            guard rev.utf8.count >= 9, rev.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+            else { return .failure(patternMismatch(path)) }
+            return .success(.rev(String(rev)))
+        }
+        if path.hasPrefix("ns:") { return .failure(.lookup(.malformedPath)) }
+        guard path.hasPrefix("/") else { return .failure(patternMismatch(path)) }
+        guard let collapsed = collapse(path) else { return .failure(.lookup(.malformedPath)) }
         return .success(.key(folding.key(collapsed)))
+    }
+
+    /// The 400 for a path argument that matches none of the route's patterns.
+    static func patternMismatch(_ path: String) -> DropboxError {
+        .badRequest(message: "path: '\(path)' did not match the pattern of Dropbox paths")
     }
 
     /// "/a//b" -> "/a/b"; nil when a trailing slash or nothing but slashes remains.
