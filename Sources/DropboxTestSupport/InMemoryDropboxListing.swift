@@ -176,7 +176,7 @@ extension InMemoryDropboxStore {
 
     /// The key of the folder an API path names.
     func resolveFolder(_ path: String) -> Result<String, DropboxError> {
-        switch DropboxPath.parse(path, folding: folding) {
+        switch DropboxPath.parse(path, folding: folding, namespaces: namespaceIds) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .success("")
         case .success(.rev): return .failure(DropboxPath.patternMismatch(path))  // list paths take no revision

@@ -79,6 +79,8 @@ struct InMemoryDropboxStore: Sendable {
     var adversarialSeed: UInt64 = 1
     /// How display paths fold into keys: the client's folding, or another with the `fold` mode.
     var folding: PathFolding = .client
+    /// The account's root and home namespace ids, which "ns:" paths may name.
+    var namespaceIds: Set<String> = []
 
     private var nextId = 0
     private var nextRev = 0
