@@ -1,5 +1,5 @@
 // The in-memory Dropbox's JPEG and WebP thumbnails: Dropbox answers get_thumbnail_batch in the
-// format asked (jpeg, png or webp; dropbox-api.md §10), so a fake that always answered PNG would
+// format asked (jpeg, png or webp), so a fake that always answered PNG would
 // let a client that asked for one format and decoded another pass. The pictures are one flat colour
 // (from the revision's content_hash), which keeps the encoders small: a baseline JPEG of flat 8 x 8
 // blocks (DC coefficients only, the DC table of ITU-T T.81 Annex K.3, one end-of-block code) and a
