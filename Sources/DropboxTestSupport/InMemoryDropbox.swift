@@ -51,6 +51,7 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         state.adversarial = adversarial
         state.adversarialSeed = adversarialSeed
         state.folding = adversarial.contains(.fold) ? .contextual : .client
+        state.namespaceIds = [account.rootInfo.rootNamespaceId, account.rootInfo.homeNamespaceId]
         store = Mutex(state)
         bookkeeping = Mutex(Bookkeeping(account: account, allocation: allocation))
     }
@@ -199,7 +200,10 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
 
     public var account: FullAccount {
         get { bookkeeping.withLock { $0.account } }
-        set { bookkeeping.withLock { $0.account = newValue } }
+        set {
+            bookkeeping.withLock { $0.account = newValue }
+            store.withLock { $0.namespaceIds = [newValue.rootInfo.rootNamespaceId, newValue.rootInfo.homeNamespaceId] }
+        }
     }
 
     /// The allocation users/get_space_usage reports; `used` is always the sum of file sizes.

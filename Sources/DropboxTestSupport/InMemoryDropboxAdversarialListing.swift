@@ -21,12 +21,14 @@ extension InMemoryDropboxStore {
         var bogusFor: String?
     }
 
-    /// Snapshots the listing `start` describes, laid out adversarially, and serves its first page.
-    mutating func adversarialListing(_ start: ListingCursor) -> ListFolderResult {
+    /// Snapshots the listing `start` describes, laid out adversarially, and serves its first page;
+    /// `deleted` (include_deleted) come after the live entries, before any mode moves them.
+    mutating func adversarialListing(_ start: ListingCursor, deleted: [Metadata]) -> ListFolderResult {
         let id = nextSnapshot
         nextSnapshot += 1
         var random = adversarialRandom(0x4C49_5354, UInt64(id))
         var (items, blockStart, folders) = listingOrder(start, &random)
+        items += deleted.map { Listed(metadata: $0) }
         if adversarial.contains(.replace) {
             items = withBogusEntries(items, blockStart: blockStart, start, &random)
         }

@@ -7,7 +7,7 @@ import DropboxAPI
 
 extension InMemoryDropboxStore {
     func getMetadata(path: String) -> Result<Metadata, DropboxError> {
-        switch DropboxPath.parse(path, folding: folding) {
+        switch DropboxPath.parse(path, folding: folding, namespaces: namespaceIds) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .failure(Self.rootUnsupported)
         case .success(.rev(let rev)):
@@ -70,7 +70,7 @@ extension InMemoryDropboxStore {
     /// The file revision a download path names: a stored revision, or the current one of a file.
     func revision(at path: String) -> Result<StoredRevision, DropboxError> {
         let key: String
-        switch DropboxPath.parse(path, folding: folding) {
+        switch DropboxPath.parse(path, folding: folding, namespaces: namespaceIds) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .failure(Self.rootUnsupported)
         case .success(.rev(let rev)):

@@ -1,10 +1,11 @@
 // list_folder, list_folder/continue, get_latest_cursor and the longpoll check of the in-memory
 // Dropbox (docs/DROPBOX-API.md, "list_folder", "Delta semantics"). A list_folder call snapshots its
 // entries (a folder always before its children; a recursive listing of a non-root folder starts
-// with the folder itself) and serves them page by page; once has_more is false, continue replays
-// the journal from the cursor's position, filtered to the cursor's folder (direct children only
-// when not recursive). With adversarial modes on, the listing and the change pages are laid out
-// unkindly instead (InMemoryDropboxAdversarial*.swift); with none, nothing here changes.
+// with the folder itself; with include_deleted, `deleted` entries for what was deleted there after
+// the live ones) and serves them page by page; once has_more is false, continue replays the journal
+// from the cursor's position, filtered to the cursor's folder (direct children only when not
+// recursive). With adversarial modes on, the listing and the change pages are laid out unkindly
+// instead (InMemoryDropboxAdversarial*.swift); with none, nothing here changes.
 
 import DropboxAPI
 
@@ -20,7 +21,10 @@ extension InMemoryDropboxStore {
         case .success(let cursor): start = cursor
         case .failure(let error): return .failure(error)
         }
-        if !adversarial.isDisjoint(with: Self.listingModes) { return .success(adversarialListing(start)) }
+        let deleted = arg.includeDeleted ? tombstones(in: start) : []
+        if !adversarial.isDisjoint(with: Self.listingModes) {
+            return .success(adversarialListing(start, deleted: deleted))
+        }
         var keys = start.recursive ? subtree(start.scope) : sortedChildren(of: start.scope)
         if start.recursive, start.scope.isEmpty { keys.removeFirst() }
         var listed = [Metadata]()
@@ -30,6 +34,7 @@ extension InMemoryDropboxStore {
             if start.hidesNonDownloadable, Self.isNonDownloadable(metadata) { continue }
             listed.append(metadata)
         }
+        listed += deleted
         var cursor = start
         if listed.count > cursor.limit {
             // Only a listing of several pages needs its snapshot kept for continue.
@@ -76,6 +81,17 @@ extension InMemoryDropboxStore {
         var next = cursor
         next.seq = cursor.seq + examined
         return .success(ListFolderResult(entries: out, cursor: next.encoded, hasMore: hasMore))
+    }
+
+    /// With `include_deleted`, the `deleted` entries for what used to exist in the listing's scope
+    /// and does not now, after the live entries, sorted.
+    func tombstones(in cursor: ListingCursor) -> [Metadata] {
+        tombstones.filter { key, _ in
+            cursor.recursive
+                ? key != cursor.scope && DropboxPath.isWithin(key, cursor.scope)
+                : DropboxPath.parent(of: key) == cursor.scope
+        }
+        .sorted { $0.key < $1.key }.map { .deleted($0.value) }
     }
 
     mutating func latestCursor(_ arg: ListFolderArg) -> Result<String, DropboxError> {
@@ -160,10 +176,10 @@ extension InMemoryDropboxStore {
 
     /// The key of the folder an API path names.
     func resolveFolder(_ path: String) -> Result<String, DropboxError> {
-        switch DropboxPath.parse(path, folding: folding) {
+        switch DropboxPath.parse(path, folding: folding, namespaces: namespaceIds) {
         case .failure(let error): return .failure(error)
         case .success(.root): return .success("")
-        case .success(.rev): return .failure(.lookup(.malformedPath))
+        case .success(.rev): return .failure(DropboxPath.patternMismatch(path))  // list paths take no revision
         case .success(.key(let key)): return folder(at: key)
         case .success(.id(let id, let rest)):
             guard let base = idIndex[id] else { return .failure(.lookup(.notFound)) }

@@ -52,9 +52,13 @@ enum DropboxPath {
     }
 
     /// Parses a path argument as Dropbox does, folding path keys with `folding`. "/" is rejected with
-    /// 400, as the real service does; repeated slashes are collapsed (rclone sends "//a"); anything
-    /// else unrecognised is malformed.
-    static func parse(_ path: String, folding: PathFolding) -> Result<Parsed, DropboxError> {
+    /// 400, as the real service does; repeated slashes are collapsed (rclone sends "//a"). A path of
+    /// none of the forms the routes' argument patterns allow ("/...", "id:...", "rev:" and at least
+    /// nine lower-case hex digits, "ns:" and digits) is a 400 too: Dropbox checks the pattern before
+    /// it looks anything up. "ns:N/a/b" is "/a/b" when N is one of `namespaces` (this fake holds one
+    /// tree, the account's root and home namespace alike), and finds nothing otherwise. Other
+    /// unrecognised paths (a trailing slash) are malformed.
+    static func parse(_ path: String, folding: PathFolding, namespaces: Set<String>) -> Result<Parsed, DropboxError> {
         if path.isEmpty { return .success(.root) }
         if path == "/" { return .failure(.badRequest(message: "path: '/' is not a valid path; use \"\" for the root")) }
         if path.hasPrefix("id:") {
@@ -62,9 +66,32 @@ enum DropboxPath {
             guard let rest = collapse(String(path[slash...])) else { return .failure(.lookup(.malformedPath)) }
             return .success(.id(String(path[..<slash]), rest: folding.key(rest)))
         }
-        if path.hasPrefix("rev:") { return .success(.rev(String(path.dropFirst(4)))) }
-        guard path.hasPrefix("/"), let collapsed = collapse(path) else { return .failure(.lookup(.malformedPath)) }
+        if path.hasPrefix("rev:") {
+            let rev = path.dropFirst(4)
+            guard rev.utf8.count >= 9, rev.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+            else { return .failure(patternMismatch(path)) }
+            return .success(.rev(String(rev)))
+        }
+        if path.hasPrefix("ns:") {
+            let rest = path.dropFirst(3)
+            let digits = rest.prefix { $0 != "/" }
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                return .failure(patternMismatch(path))
+            }
+            guard namespaces.contains(String(digits)) else { return .failure(.lookup(.notFound)) }
+            let below = rest.dropFirst(digits.count)
+            if below.isEmpty { return .success(.root) }
+            guard let collapsed = collapse(String(below)) else { return .failure(.lookup(.malformedPath)) }
+            return .success(.key(folding.key(collapsed)))
+        }
+        guard path.hasPrefix("/") else { return .failure(patternMismatch(path)) }
+        guard let collapsed = collapse(path) else { return .failure(.lookup(.malformedPath)) }
         return .success(.key(folding.key(collapsed)))
+    }
+
+    /// The 400 for a path argument that matches none of the route's patterns.
+    static func patternMismatch(_ path: String) -> DropboxError {
+        .badRequest(message: "path: '\(path)' did not match the pattern of Dropbox paths")
     }
 
     /// "/a//b" -> "/a/b"; nil when a trailing slash or nothing but slashes remains.

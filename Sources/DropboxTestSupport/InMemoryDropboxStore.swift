@@ -55,6 +55,9 @@ struct InMemoryDropboxStore: Sendable {
     var revisions: [String: StoredRevision] = [:]
     /// Sum of the sizes of live files (users/get_space_usage).
     var usedBytes: UInt64 = 0
+    /// What list_folder with include_deleted reports: a `deleted` entry for every path that held an
+    /// entry and holds none now.
+    var tombstones: [String: DeletedMetadata] = [:]
 
     /// Every change gets the next sequence number; `journal` holds the changes a cursor may still
     /// ask for: the last `journal.count` of them, ending at `headSeq`.
@@ -76,6 +79,8 @@ struct InMemoryDropboxStore: Sendable {
     var adversarialSeed: UInt64 = 1
     /// How display paths fold into keys: the client's folding, or another with the `fold` mode.
     var folding: PathFolding = .client
+    /// The account's root and home namespace ids, which "ns:" paths may name.
+    var namespaceIds: Set<String> = []
 
     private var nextId = 0
     private var nextRev = 0
@@ -140,6 +145,7 @@ struct InMemoryDropboxStore: Sendable {
     /// Stores an entry under its parent (which must exist) and indexes it.
     mutating func insert(_ entry: StoredEntry, at key: String, id: String) {
         entries[key] = entry
+        tombstones[key] = nil
         children[DropboxPath.parent(of: key), default: []].insert(key)
         if entry.isFolder, children[key] == nil { children[key] = [] }
         idIndex[id] = key
@@ -163,6 +169,8 @@ struct InMemoryDropboxStore: Sendable {
             case .deleted: break
             }
             usedBytes -= entry.file?.size ?? 0
+            tombstones[k] = DeletedMetadata(
+                name: entry.metadata.name, pathLower: k, pathDisplay: entry.metadata.pathDisplay)
             removed.append(entry)
         }
         children[DropboxPath.parent(of: key)]?.remove(key)

@@ -1,8 +1,8 @@
 // files/get_thumbnail_batch for the in-memory Dropbox: each entry answered alone, with the failures
 // Dropbox gives (a path that names no file, a name without an image extension or an export-only
-// document, an image over 20 MiB or empty), and for an image a small valid PNG (8 x 6 pixels, or
-// 6 x 8) whose colours come from the revision's content_hash, so a new revision gives another
-// picture. The PNG is built here with its own CRC-32 and Adler-32, written apart from the
+// document, an image over 20 MiB or empty), and for an image a small valid image in the format asked
+// (8 x 6 pixels, or 6 x 8): a PNG whose colours come from the revision's content_hash, or a JPEG or
+// WebP of one colour from it (TestImages.swift), so a new revision gives another picture. The PNG is built here with its own CRC-32 and Adler-32, written apart from the
 // filesystem core's, so tests can check one against the other.
 
 import DropboxAPI
@@ -28,7 +28,14 @@ extension InMemoryDropboxStore {
         else { return .failure(.unsupportedExtension) }
         guard file.size > 0, file.size <= Self.thumbnailSizeLimit else { return .failure(.unsupportedImage) }
         let hash = file.contentHash?.bytes ?? Array(file.rev.utf8)
-        return .success(TestPNG.picture(seed: hash, portrait: hash.last.map { $0 % 2 == 1 } ?? false))
+        let portrait = hash.last.map { $0 % 2 == 1 } ?? false
+        let (width, height) = portrait ? (6, 8) : (8, 6)
+        let colour = (hash[0], hash[1 % hash.count], hash[2 % hash.count])
+        switch arg.format {
+        case .png: return .success(TestPNG.picture(seed: hash, portrait: portrait))
+        case .jpeg: return .success(TestImages.jpeg(width: width, height: height, rgb: colour))
+        case .webp: return .success(TestImages.webp(width: width, height: height, rgb: colour))
+        }
     }
 }
 

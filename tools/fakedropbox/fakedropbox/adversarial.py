@@ -344,6 +344,14 @@ def collect(tree, scope, recursive, nondl, view, late, rng, bogus_share):
             stack.append(("emit", node))
         if bogus_share and node is not scope and rng.random() < bogus_share:
             stack.append(("bogus", node))
+    if bogus_share and not any(bogus for _, _, bogus in out):
+        # At least one, as ghost-deletes has at least one ghost: a share of 1 % leaves most small
+        # listings (those of tests) without any, and the mode then tests nothing.  A file's block
+        # is the file alone, so its bogus folder goes right before it.
+        files = [i for i, (node, _, _) in enumerate(out) if node is not scope and node.children is None]
+        if files:
+            at = rng.choice(files)
+            out[at:at] = bogus_for(out[at][0])
     return out, cache
 
 
