@@ -4,7 +4,7 @@
 // listing notes the change sequence when it starts, and when it applies its result it applies again,
 // in order, every change batch recorded since: for the paths those batches touch the newer truth
 // wins, every other path takes the listing's. Batches are kept only while a listing is in flight.
-// Guarded by Filesystem.state.
+// Guarded by SyncEngine.state.
 
 import DropboxAPI
 

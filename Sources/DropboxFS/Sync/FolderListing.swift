@@ -110,7 +110,7 @@ extension SyncEngine {
                 Log.warning("listing of \(path.isEmpty ? "/" : path) skipped \(undecodable) undecodable entries")
             }
             return entries
-        } catch .lookup(.notFound) {
+        } catch where FilesystemError.folderGone(error) {
             // The folder is gone on Dropbox: drop it from the tree.
             var invalidated: [Invalidation] = []
             tree.state.withLock { t in

@@ -28,7 +28,8 @@ final class RecursiveListing: Sendable {
 }
 
 extension SyncEngine {
-    /// Starts a recursive listing of `folder` unless one runs; call with the state lock held.
+    /// Starts a recursive listing of `folder` unless one runs; call with the engine's lock held
+    /// (not the tree's).
     func startRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
         if let running = s.recursiveListings[folder] { return running }
         guard let listing = planRecursiveListing(folder, in: &s) else { return nil }

@@ -3,7 +3,7 @@
 // (FoldKey), never by a folding of ours (docs/ARCHITECTURE.md "The metadata tree";
 // docs/SEMANTICS.md "Names"). Nodes live in a chunked NodeStore; folder-only state in a separate
 // FolderState table that a folder node points into (`folderSlot`). It is a plain value type with no
-// locking and no I/O: the Filesystem owns the one instance inside its mutex (Filesystem.state), and
+// locking and no I/O: the LiveTree owns the one instance inside its mutex (LiveTree.state), and
 // every mutation reports which kernel cache entries it made stale so the FUSE layer can invalidate
 // exactly those.
 //
@@ -12,14 +12,6 @@
 // confirms or replaces.
 
 import DropboxAPI
-
-/// A kernel cache entry made stale by a tree change.
-public enum Invalidation: Sendable, Equatable {
-    /// The name `name` in folder `parent` now means something else (or nothing).
-    case entry(parent: UInt64, name: String)
-    /// The attributes or contents of `inode` changed.
-    case inode(UInt64)
-}
 
 /// The outcome of looking a name up in a folder.
 enum ChildLookup: Equatable {

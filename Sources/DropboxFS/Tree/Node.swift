@@ -4,7 +4,7 @@
 // docs/PERFORMANCE.md): the `id` is packed into 17 bytes, a hex `rev` of up to 16 digits into a
 // UInt64, the content hash is 32 raw bytes, and folder-only state lives in the tree's FolderState
 // table, indexed by `folderSlot`. The nodes are guarded by whatever guards their MetadataTree
-// (Filesystem.state).
+// (LiveTree.state).
 
 import DropboxAPI
 

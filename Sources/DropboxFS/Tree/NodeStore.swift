@@ -1,7 +1,7 @@
 // The MetadataTree's nodes, in fixed-size chunks instead of one array: growing a single array
 // copies every node into a buffer twice the size while the old one is still alive, which at a
 // million entries is the process's peak memory (docs/PERFORMANCE.md). A chunk is allocated once at
-// its full capacity and never moves. Guarded by whatever guards the tree (Filesystem.state).
+// its full capacity and never moves. Guarded by whatever guards the tree (LiveTree.state).
 
 struct NodeStore {
     static let chunkShift = 12

@@ -1,4 +1,4 @@
-// Delivery of kernel cache invalidations. Tree changes are collected under the state lock and
+// Delivery of kernel cache invalidations. Tree changes are collected under the tree's lock and
 // handed to the FUSE layer afterwards on one serial queue: libfuse forbids calling the
 // notify_inval functions from the path of a related request (the kernel may hold the folder's lock
 // while it waits for our reply), so no request ever waits for a delivery.
@@ -13,6 +13,14 @@
 
 import Dispatch
 import Synchronization
+
+/// A kernel cache entry made stale by a tree change.
+public enum Invalidation: Sendable, Equatable {
+    /// The name `name` in folder `parent` now means something else (or nothing).
+    case entry(parent: UInt64, name: String)
+    /// The attributes or contents of `inode` changed.
+    case inode(UInt64)
+}
 
 final class InvalidationPublisher: Sendable {
     /// Guards the sink, which the FUSE layer installs once mounted.
