@@ -139,7 +139,7 @@ private let M = 1 << 20
         fixture.fake.addFile("/e.bin", size: UInt64(1 * M), seed: 8)
         fixture.faults.failNext(.download, with: .serverError(status: 503))
         let opened = try await fixture.open("/e.bin")
-        await #expect(throws: FilesystemError.remote(DropboxError.serverError(status: 503).description)) {
+        await #expect(throws: FilesystemError.remote(DropboxError.serverError(status: 503))) {
             try await fixture.fs.read(handle: opened.handle, offset: 0, size: 4 * K)
         }
         let bytes = try await fixture.fs.read(handle: opened.handle, offset: 0, size: 4 * K)

@@ -1,6 +1,8 @@
 // The one table that turns errors into errno values, and the one place that decides how a Dropbox
-// client error surfaces in the filesystem. Keeping both here makes "what errno does a user see when
-// X happens" answerable by reading one file (SEMANTICS.md lists the same table).
+// client error surfaces in the filesystem, including the mappings that depend on what was asked (a
+// download of a revision Dropbox no longer has, a folder listing of a folder that is gone). Keeping
+// them here makes "what errno does a user see when X happens" answerable by reading one file
+// (SEMANTICS.md lists the same table).
 
 import DropboxAPI
 
@@ -25,6 +27,7 @@ extension FilesystemError {
         case .accessDenied: return EACCES
         case .remote: return EIO
         case .integrity: return EIO
+        case .local: return EIO
         case .interrupted: return EINTR
         case .offline: return ENETUNREACH
         case .unmounting: return ENOTCONN
@@ -41,11 +44,28 @@ extension FilesystemError {
         // files/export of something Dropbox cannot convert.
         case .routeError(let summary) where summary.hasPrefix("non_exportable") || summary.hasPrefix("invalid_export_format"):
             self = .notDownloadable
-        case .authentication(let failure): self = .accessDenied(DropboxError.authentication(failure).description)
-        case .accessDenied: self = .accessDenied(error.description)
+        case .authentication, .accessDenied: self = .accessDenied(error)
         case .transport(let failure) where failure.kind == .offline || failure.kind == .couldNotConnect: self = .offline
         case .transport(let failure) where failure.kind == .cancelled: self = .interrupted
-        default: self = .remote(error.description)
+        default: self = .remote(error)
         }
+    }
+
+    /// How a failed download of a pinned revision surfaces: a revision Dropbox no longer has (not
+    /// found, or a range past its end) makes the open handle stale (ESTALE, SEMANTICS.md "Reads").
+    public static func download(_ error: DropboxError) -> FilesystemError {
+        let general = FilesystemError(error)
+        if general == .interrupted { return .interrupted }
+        switch error {
+        case .lookup(.notFound), .rangeNotSatisfiable: return .stale
+        default: return general
+        }
+    }
+
+    /// Whether a folder's own listing failed because the folder is gone on Dropbox (not_found): the
+    /// caller then takes it out of the tree and answers ENOENT; any other failure maps as usual.
+    public static func folderGone(_ error: DropboxError) -> Bool {
+        if case .lookup(.notFound) = error { return true }
+        return false
     }
 }

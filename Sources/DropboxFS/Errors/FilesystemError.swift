@@ -1,7 +1,13 @@
 // The one error type of the filesystem core. FUSE replies carry only an errno, so each case maps to
-// exactly one in ErrnoTable.swift; the associated text is for the log line.
+// exactly one in ErrnoTable.swift. A failure keeps its cause as a value (the Dropbox client's error,
+// what the content check found, the disk cache's errno), for the log line and for tests; how a
+// cause becomes a case is decided in ErrnoTable.swift too.
 
 import DropboxAPI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 public enum FilesystemError: Error, Sendable, Equatable {
     /// No such entry (ENOENT).
@@ -24,12 +30,14 @@ public enum FilesystemError: Error, Sendable, Equatable {
     case bufferTooSmall
     /// The file cannot be downloaded (export-only documents) (EACCES).
     case notDownloadable
-    /// Dropbox refused our credentials (EACCES); the daemon also logs how to fix it.
-    case accessDenied(String)
-    /// Dropbox or the network failed (EIO); the text says why.
-    case remote(String)
-    /// Bytes did not match Dropbox's content_hash (EIO).
-    case integrity(String)
+    /// Dropbox refused our credentials or the access (EACCES); the daemon also logs how to fix it.
+    case accessDenied(DropboxError)
+    /// Dropbox or the network failed (EIO).
+    case remote(DropboxError)
+    /// Bytes Dropbox sent could not be trusted or were incomplete (EIO).
+    case integrity(IntegrityFailure)
+    /// The disk cache failed under a read (EIO).
+    case local(LocalFailure)
     /// The request was interrupted: its caller was signalled, or the work it waited for was
     /// cancelled (EINTR).
     case interrupted
@@ -39,4 +47,67 @@ public enum FilesystemError: Error, Sendable, Equatable {
     /// The mount is going away (unmounted, or the daemon was told to stop) while the request was
     /// in flight (ENOTCONN, what every later call on the mount gets from the kernel).
     case unmounting
+}
+
+/// Why bytes from Dropbox were refused. `file` names the file for the log (its path and revision).
+public enum IntegrityFailure: Sendable, Equatable, CustomStringConvertible {
+    /// The file's bytes do not hash to its content_hash.
+    case contentHashMismatch(file: String)
+    /// This pass of a big file read bytes of a download that later failed the check.
+    case damagedPass(file: String)
+    /// The content_hash check could not get the bytes it needed.
+    case checkIncomplete(file: String)
+    /// Dropbox kept sending fewer bytes than asked.
+    case shortDownload(file: String)
+
+    public var description: String {
+        switch self {
+        case .contentHashMismatch(let file): return "\(file) does not match its content_hash"
+        case .damagedPass(let file): return "\(file): this pass read bytes of a download that did not match its content_hash"
+        case .checkIncomplete(let file): return "\(file): the content_hash check did not complete"
+        case .shortDownload(let file): return "\(file): short download"
+        }
+    }
+}
+
+/// Why the reader's own storage failed a read.
+public enum LocalFailure: Sendable, Equatable, CustomStringConvertible {
+    /// A system call on a disk cache file failed with `errno`.
+    case diskCache(operation: String, errno: Int32)
+    /// A disk cache entry could not be checked against its content_hash.
+    case diskCacheUnchecked
+    /// Downloaded bytes were evicted from memory before the read could take them.
+    case evicted(file: String)
+
+    public var description: String {
+        switch self {
+        case .diskCache(let operation, let errno): return "disk cache: \(operation): \(String(cString: strerror(errno)))"
+        case .diskCacheUnchecked: return "the disk cache entry could not be checked"
+        case .evicted(let file): return "\(file): downloaded bytes were evicted before they could be read"
+        }
+    }
+}
+
+extension FilesystemError: CustomStringConvertible {
+    /// The error and its cause, for log lines.
+    public var description: String {
+        switch self {
+        case .accessDenied(let cause), .remote(let cause): return "\(cause)"
+        case .integrity(let failure): return failure.description
+        case .local(let failure): return failure.description
+        case .notFound: return "no such entry"
+        case .notADirectory: return "not a folder"
+        case .isADirectory: return "a folder"
+        case .readOnly: return "read-only"
+        case .stale: return "stale inode or handle"
+        case .badHandle: return "unknown handle"
+        case .notSupported: return "not supported"
+        case .noAttribute: return "no such attribute"
+        case .bufferTooSmall: return "buffer too small"
+        case .notDownloadable: return "not downloadable"
+        case .interrupted: return "interrupted"
+        case .offline: return "Dropbox cannot be reached"
+        case .unmounting: return "unmounting"
+        }
+    }
 }

@@ -133,7 +133,7 @@ extension FileReader {
             case .done:
                 return
             case .failed:
-                throw .integrity("\(file.label) does not match its content_hash")
+                throw .integrity(.contentHashMismatch(file: file.label))
             case .busy:
                 await waitForHashing(key)
             case .idle(let position):
@@ -141,7 +141,7 @@ extension FileReader {
                     stalls += 1
                     guard stalls < 4 else {
                         Log.warning("\(file.label): the content_hash check could not get the bytes it needs")
-                        throw .remote("\(file.label): the content_hash check did not complete")
+                        throw .integrity(.checkIncomplete(file: file.label))
                     }
                 }
                 lastPosition = position

@@ -152,7 +152,7 @@ final class FileReader: Sendable {
             case .fetch(let plan): return try await finish(plan)
             }
         }
-        throw .remote("the disk cache entry could not be checked")
+        throw .local(.diskCacheUnchecked)
     }
 
     /// Applies the read policy and starts the downloads the read needs or should prefetch.
@@ -166,7 +166,7 @@ final class FileReader: Sendable {
         // Only values are taken out of the content: a copy alive while its buffers are changed
         // below would copy them.
         let look = try s.contents[file.key].map { (content: ContentState) throws(FilesystemError) -> (Start?, Bool) in
-            if content.verification == .failed { throw .integrity("\(file.label) does not match its content_hash") }
+            if content.verification == .failed { throw .integrity(.contentHashMismatch(file: file.label)) }
             switch content.disk {
             case .complete(let cacheFile, checked: true): return (.fromDisk(cacheFile, offset..<end), false)
             case .complete(_, checked: false): return (.checkDisk, false)
@@ -213,7 +213,7 @@ final class FileReader: Sendable {
             for task in waits { _ = try await task.value() }
             let collected = try withState { (s: inout ReaderState) throws(FilesystemError) -> Collected in
                 guard let content = s.contents[key] else { throw .badHandle }
-                if content.verification == .failed { throw .integrity("\(plan.file.label) does not match its content_hash") }
+                if content.verification == .failed { throw .integrity(.contentHashMismatch(file: plan.file.label)) }
                 // The read completing a pass over a large file whose download was found damaged
                 // (and started over) while the pass ran: the pass served damaged bytes.
                 if plan.range.upperBound == plan.file.size,
@@ -245,7 +245,7 @@ final class FileReader: Sendable {
                 waits = tasks
             }
         }
-        throw .remote("\(plan.file.label): downloaded bytes were evicted before they could be read")
+        throw .local(.evicted(file: plan.file.label))
     }
 
     /// The concatenated bytes of `pieces`.
@@ -260,8 +260,9 @@ final class FileReader: Sendable {
                 switch file.read(range) {
                 case .success(let bytes): out.append(contentsOf: bytes)
                 case .failure(let error):
-                    Log.warning("disk cache: \(error)")
-                    throw .remote("disk cache: \(error)")
+                    let failure = LocalFailure.diskCache(operation: error.operation, errno: error.code)
+                    Log.warning("\(failure)")
+                    throw .local(failure)
                 }
             }
         }
@@ -322,7 +323,7 @@ final class FileReader: Sendable {
             }
             return outcome
         }
-        guard published else { return .failure(.integrity("\(file.label) does not match its content_hash")) }
+        guard published else { return .failure(.integrity(.contentHashMismatch(file: file.label))) }
         if let writeTo {
             diskQueue.async { self.write(bytes, range: range, segment: id, of: file, to: writeTo) }
         }
@@ -382,22 +383,20 @@ final class FileReader: Sendable {
             shortReplies += 1
             let action = shortReplies < 3 ? "retrying" : "giving up"
             Log.warning("\(file.label): got \(result.data.count) of \(length) bytes at \(range.lowerBound); \(action)")
-            if shortReplies >= 3 { return .failure(.remote("\(file.label): short download")) }
+            if shortReplies >= 3 { return .failure(.integrity(.shortDownload(file: file.label))) }
         }
     }
 
-    /// How a failed download surfaces: a revision Dropbox no longer has is a stale handle.
+    /// How a failed download surfaces (ErrnoTable.swift: a revision Dropbox no longer has is a
+    /// stale handle), logged once here.
     private static func failure(_ error: DropboxError, file: PinnedFile) -> FilesystemError {
-        // Cancelled: no read waits for it any more.
-        if FilesystemError(error) == .interrupted { return .interrupted }
-        switch error {
-        case .lookup(.notFound), .rangeNotSatisfiable:
-            Log.warning("\(file.label): this revision is no longer on Dropbox (\(error)); the open file is stale")
-            return .stale
-        default:
-            Log.warning("\(file.label): download failed: \(error)")
-            return FilesystemError(error)
+        let failure = FilesystemError.download(error)
+        switch failure {
+        case .interrupted: break  // cancelled: no read waits for it any more
+        case .stale: Log.warning("\(file.label): this revision is no longer on Dropbox (\(error)); the open file is stale")
+        default: Log.warning("\(file.label): download failed: \(error)")
         }
+        return failure
     }
 
     // MARK: disk cache

@@ -123,7 +123,7 @@ struct ContentState {
 
     /// The error of such a pass's read reaching the end.
     static func damagedPass(_ label: String) -> FilesystemError {
-        .integrity("\(label): this pass read bytes of a download that did not match its content_hash")
+        .integrity(.damagedPass(file: label))
     }
 
     /// After a content_hash mismatch: forgets every byte and the hash state, so the file is

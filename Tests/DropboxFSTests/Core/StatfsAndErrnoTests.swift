@@ -132,9 +132,12 @@ extension CoreTests {
             (.noAttribute, ENODATA),
             (.bufferTooSmall, ERANGE),
             (.notDownloadable, EACCES),
-            (.accessDenied("token expired"), EACCES),
-            (.remote("timeout"), EIO),
-            (.integrity("hash mismatch"), EIO),
+            (.accessDenied(.authentication(.expiredAccessToken)), EACCES),
+            (.remote(.transport(TransportError(kind: .timeout, message: "timed out"))), EIO),
+            (.integrity(.contentHashMismatch(file: "/a.txt")), EIO),
+            (.integrity(.shortDownload(file: "/a.txt")), EIO),
+            (.local(.diskCache(operation: "pread", errno: EIO)), EIO),
+            (.local(.evicted(file: "/a.txt")), EIO),
             (.interrupted, EINTR),
             (.offline, ENETUNREACH),
             (.unmounting, ENOTCONN),
@@ -183,17 +186,29 @@ extension CoreTests {
             #expect(FilesystemError(dropbox).errno == errno, "\(dropbox)")
         }
 
-        @Test func authenticationFailuresKeepTheirExplanation() {
-            guard case .accessDenied(let text) = FilesystemError(.authentication(.missingScope("files.content.read"))) else {
-                Issue.record("not accessDenied")
-                return
-            }
-            #expect(text.contains("files.content.read"))
-            guard case .remote(let why) = FilesystemError(.serverError(status: 502)) else {
-                Issue.record("not remote")
-                return
-            }
-            #expect(why.contains("502"))
+        @Test func failuresKeepTheirCauseAsAValue() {
+            let scope = DropboxError.authentication(.missingScope("files.content.read"))
+            #expect(FilesystemError(scope) == .accessDenied(scope))
+            #expect(FilesystemError(scope).description.contains("files.content.read"))
+            #expect(FilesystemError(.serverError(status: 502)) == .remote(.serverError(status: 502)))
+            #expect(FilesystemError(.serverError(status: 502)).description.contains("502"))
+        }
+
+        @Test(arguments: [
+            (DropboxError.lookup(.notFound), FilesystemError.stale),
+            (.rangeNotSatisfiable, .stale),
+            (.serverError(status: 503), .remote(.serverError(status: 503))),
+            (.transport(TransportError(kind: .cancelled, message: "request cancelled")), .interrupted),
+            (.lookup(.notFile), .isADirectory),
+        ])
+        func aDownloadOfAGoneRevisionIsAStaleHandle(dropbox: DropboxError, expected: FilesystemError) {
+            #expect(FilesystemError.download(dropbox) == expected)
+        }
+
+        @Test func onlyNotFoundMeansAListedFolderIsGone() {
+            #expect(FilesystemError.folderGone(.lookup(.notFound)))
+            #expect(!FilesystemError.folderGone(.lookup(.notFolder)))
+            #expect(!FilesystemError.folderGone(.serverError(status: 500)))
         }
     }
 }
