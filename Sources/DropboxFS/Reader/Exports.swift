@@ -53,34 +53,3 @@ final class ExportedDocuments: Sendable {
 
     var openCount: Int { state.withLock { $0.handles.count } }
 }
-
-extension Filesystem {
-    /// Opens an export-only document: exports it now and returns a handle on the exported bytes.
-    /// The adapter calls this (from a task) when `openFile` answers `.notDownloadable`.
-    public func openExport(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
-        let index = try Self.index(inode)
-        let (path, rev, source) = try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> (String, String, String) in
-            guard let node = s.tree.node(index) else { throw .stale }
-            guard node.kind == .file else { throw node.kind == .folder ? .isADirectory : .notSupported }
-            guard !node.isDownloadable else { throw .stale }
-            let path = s.tree.path(of: index)
-            return (path, node.rev, node.id.isEmpty ? path : node.id)
-        }
-        let exported: ExportResult
-        do {
-            exported = try await client.export(path: source)
-        } catch {
-            let failure = FilesystemError(error)
-            if failure != .interrupted { reader.warnNotExported(inode: inode, path: path, because: error) }
-            throw failure
-        }
-        let size = UInt64(exported.data.count)
-        var invalidated: [Invalidation] = []
-        tree.state.withLock { s in
-            guard s.tree.node(index)?.rev == rev else { return }
-            if s.tree.noteExportedSize(index, rev: rev, size: size) { invalidated.append(.inode(inode)) }
-        }
-        invalidations.publish(invalidated)
-        return OpenedFile(handle: exports.open(exported.data), pageCache: .bypass)
-    }
-}
