@@ -4,6 +4,7 @@
 // Layers (see docs/ARCHITECTURE.md):
 //   CFuse, CCurl, CCrypto, CSQLite  system libraries (module maps only)
 //   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
+//   Locking                a mutex the thread sanitizer sees, for sanitizer builds
 //   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
 //   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table,
 //                          the tree store (the tree and its cursor in SQLite across mounts) and the
@@ -42,40 +43,42 @@ let package = Package(
             name: "CShim",
             dependencies: ["CCurl"]
         ),
+        // A mutex the thread sanitizer sees, used in sanitizer builds only (scripts/sanitize).
+        .target(name: "Locking"),
         .target(
             name: "DropboxAPI",
-            dependencies: ["CCurl", "CShim", "CCrypto"]
+            dependencies: ["CCurl", "CShim", "CCrypto", "Locking"]
         ),
         .target(
             name: "DropboxFS",
-            dependencies: ["DropboxAPI", "CSQLite"]
+            dependencies: ["DropboxAPI", "CSQLite", "Locking"]
         ),
         .target(
             name: "FUSEAdapter",
-            dependencies: ["CFuse", "DropboxFS"]
+            dependencies: ["CFuse", "DropboxFS", "Locking"]
         ),
         .executableTarget(
             name: "dropboxfs",
-            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter"],
+            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter", "Locking"],
             plugins: ["BuildInfoPlugin"]
         ),
         // Bakes the commit into dropboxfs --version.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         .target(
             name: "DropboxTestSupport",
-            dependencies: ["DropboxAPI"]
+            dependencies: ["DropboxAPI", "Locking"]
         ),
         .testTarget(
             name: "DropboxAPITests",
-            dependencies: ["DropboxAPI", "DropboxTestSupport"]
+            dependencies: ["DropboxAPI", "DropboxTestSupport", "Locking"]
         ),
         .testTarget(
             name: "DropboxFSTests",
-            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport"]
+            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport", "Locking"]
         ),
         .testTarget(
             name: "FUSEAdapterTests",
-            dependencies: ["FUSEAdapter"]
+            dependencies: ["FUSEAdapter", "Locking"]
         ),
     ]
 )
