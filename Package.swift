@@ -4,6 +4,7 @@
 // Layers (see docs/ARCHITECTURE.md):
 //   CFuse, CCurl, CCrypto, CSQLite  system libraries (module maps only)
 //   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
+//   Log                    the one logger every layer writes through (no other dependency)
 //   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
 //   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table,
 //                          the tree store (the tree and its cursor in SQLite across mounts) and the
@@ -42,21 +43,22 @@ let package = Package(
             name: "CShim",
             dependencies: ["CCurl"]
         ),
+        .target(name: "Log"),
         .target(
             name: "DropboxAPI",
-            dependencies: ["CCurl", "CShim", "CCrypto"]
+            dependencies: ["CCurl", "CShim", "CCrypto", "Log"]
         ),
         .target(
             name: "DropboxFS",
-            dependencies: ["DropboxAPI", "CSQLite"]
+            dependencies: ["DropboxAPI", "CSQLite", "Log"]
         ),
         .target(
             name: "FUSEAdapter",
-            dependencies: ["CFuse", "DropboxFS"]
+            dependencies: ["CFuse", "DropboxFS", "Log"]
         ),
         .executableTarget(
             name: "dropboxfs",
-            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter"],
+            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter", "Log"],
             plugins: ["BuildInfoPlugin"]
         ),
         // Bakes the commit into dropboxfs --version.
@@ -67,15 +69,15 @@ let package = Package(
         ),
         .testTarget(
             name: "DropboxAPITests",
-            dependencies: ["DropboxAPI", "DropboxTestSupport"]
+            dependencies: ["DropboxAPI", "DropboxTestSupport", "Log"]
         ),
         .testTarget(
             name: "DropboxFSTests",
-            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport"]
+            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport", "Log"]
         ),
         .testTarget(
             name: "FUSEAdapterTests",
-            dependencies: ["FUSEAdapter"]
+            dependencies: ["FUSEAdapter", "DropboxFS", "Log"]
         ),
     ]
 )

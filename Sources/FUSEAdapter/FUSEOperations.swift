@@ -10,8 +10,8 @@
 // FUSEFilesystem through fuse_req_userdata (FUSERequest.init).
 
 import CFuse
-import DropboxAPI  // for Log only
 import DropboxFS
+import Log
 
 #if canImport(Glibc)
     import Glibc

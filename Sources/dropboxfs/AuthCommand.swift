@@ -5,6 +5,7 @@
 
 import DropboxAPI
 import Foundation
+import Log
 
 #if canImport(Glibc)
     import Glibc

@@ -7,6 +7,7 @@ import Dispatch
 import DropboxAPI
 import FUSEAdapter
 import Foundation
+import Log
 import Synchronization
 
 #if canImport(Glibc)

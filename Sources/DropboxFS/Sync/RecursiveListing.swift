@@ -8,6 +8,7 @@
 // whole-account listing is started again with backoff (ChangeWatcher.establishCursor).
 
 import DropboxAPI
+import Log
 
 /// One running recursive listing.
 final class RecursiveListing: Sendable {

@@ -11,6 +11,7 @@
 // from the cursor.
 
 import DropboxAPI
+import Log
 
 extension Filesystem {
     enum PageKind {
