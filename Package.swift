@@ -5,6 +5,7 @@
 //   CFuse, CCurl, CCrypto, CSQLite  system libraries (module maps only)
 //   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
 //   Locking                a mutex the thread sanitizer sees, for sanitizer builds
+//   Log                    the one logger every layer writes through (no other dependency)
 //   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
 //   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table,
 //                          the tree store (the tree and its cursor in SQLite across mounts) and the
@@ -45,21 +46,22 @@ let package = Package(
         ),
         // A mutex the thread sanitizer sees, used in sanitizer builds only (scripts/sanitize).
         .target(name: "Locking"),
+        .target(name: "Log", dependencies: ["Locking"]),
         .target(
             name: "DropboxAPI",
-            dependencies: ["CCurl", "CShim", "CCrypto", "Locking"]
+            dependencies: ["CCurl", "CShim", "CCrypto", "Log", "Locking"]
         ),
         .target(
             name: "DropboxFS",
-            dependencies: ["DropboxAPI", "CSQLite", "Locking"]
+            dependencies: ["DropboxAPI", "CSQLite", "Log", "Locking"]
         ),
         .target(
             name: "FUSEAdapter",
-            dependencies: ["CFuse", "DropboxFS", "Locking"]
+            dependencies: ["CFuse", "DropboxFS", "Log", "Locking"]
         ),
         .executableTarget(
             name: "dropboxfs",
-            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter", "Locking"],
+            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter", "Log", "Locking"],
             plugins: ["BuildInfoPlugin"]
         ),
         // Bakes the commit into dropboxfs --version.
@@ -70,15 +72,15 @@ let package = Package(
         ),
         .testTarget(
             name: "DropboxAPITests",
-            dependencies: ["DropboxAPI", "DropboxTestSupport", "Locking"]
+            dependencies: ["DropboxAPI", "DropboxTestSupport", "Log", "Locking"]
         ),
         .testTarget(
             name: "DropboxFSTests",
-            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport", "Locking"]
+            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport", "Log", "Locking"]
         ),
         .testTarget(
             name: "FUSEAdapterTests",
-            dependencies: ["FUSEAdapter", "Locking"]
+            dependencies: ["FUSEAdapter", "DropboxFS", "DropboxAPI", "Log", "Locking"]
         ),
     ]
 )

@@ -6,6 +6,8 @@
     import Glibc
 #endif
 
+import Log
+
 @testable import DropboxAPI
 
 nonisolated(unsafe) private var target: FuzzTarget?

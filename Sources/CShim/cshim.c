@@ -25,14 +25,8 @@ CURLcode dbx_easy_setopt_write_cb(CURL *handle, CURLoption option,
 CURLcode dbx_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
-CURLcode dbx_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **value) {
-    return curl_easy_getinfo(handle, info, value);
-}
 CURLMcode dbx_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
-}
-CURLSHcode dbx_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
-    return curl_share_setopt(share, option, value);
 }
 ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t size) {
     return getxattr(path, name, value, size);

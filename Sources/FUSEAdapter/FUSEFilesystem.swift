@@ -1,7 +1,8 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
 // kernel cache settings, the owner of the requests in flight (RequestOwner.swift), which processes
-// are file managers (FileManagers.swift), and one decision taken when the kernel connects (whether
-// opendir is answered at all; see FUSEOperations.configure).
+// are file managers (FileManagers.swift), the failure counts (OperationFailures.swift), and one
+// decision taken when the kernel connects (whether opendir is answered at all; see
+// FUSEOperations.configure).
 
 import CFuse
 import DropboxFS
@@ -17,6 +18,8 @@ public final class FUSEFilesystem: Sendable {
     let kernelOpensFolders = Atomic<Bool>(false)
     /// Whose folder listings ask the core for thumbnails.
     let fileManagers = FileManagers()
+    /// Failed requests per operation (the one failure path logs and counts them).
+    let failures = OperationFailures()
 
     public init(core: Filesystem, timeouts: CacheTimeouts) {
         self.core = core

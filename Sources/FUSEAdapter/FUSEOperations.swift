@@ -1,17 +1,13 @@
-// The libfuse lowlevel operations table. Each operation decodes its request, calls the core, and
-// replies; nothing here knows about Dropbox or decides about caching. Operations that may wait on
-// the network (lookup, opendir and readdir of a folder not listed yet, read, statfs) run in a Task
-// and reply from there, so libfuse's threads are never held by a download or a listing; the request
-// owner registers those Tasks, so an interrupt cancels them (the core then answers EINTR) and an
-// unmount fails them (RequestOwner.swift). Every operation that would change the filesystem
-// answers EROFS.
+// The libfuse lowlevel operations table. Each entry only decodes libfuse's arguments into a
+// FUSERequest (the operation's name and inode, for the failure path) and Swift values, and calls
+// the operation (Operations.swift); `init` negotiates the kernel's capabilities.
 //
 // The closures assigned to the table capture nothing (they are C function pointers): they reach the
 // FUSEFilesystem through fuse_req_userdata (FUSERequest.init).
 
 import CFuse
-import DropboxAPI  // for Log only
 import DropboxFS
+import Log
 
 #if canImport(Glibc)
     import Glibc
@@ -26,115 +22,90 @@ enum FUSEOperations {
         }
         ops.lookup = { req, parent, name in
             guard let req, let name else { return }
-            FUSEOperations.lookup(FUSERequest(req), parent: parent, name: String(cString: name))
+            Operations.lookup(FUSERequest(req, .lookup, inode: parent), parent: parent, name: String(cString: name))
         }
         ops.forget = { req, ino, count in
             guard let req else { return }
-            let request = FUSERequest(req)
-            request.filesystem.core.forget(ino, count: count)
-            request.none()
+            Operations.forget(FUSERequest(req, .forget, inode: ino), [(ino, count)])
         }
         ops.forget_multi = { req, count, forgets in
             guard let req else { return }
-            let request = FUSERequest(req)
-            if let forgets {
-                for i in 0..<count {
-                    request.filesystem.core.forget(forgets[i].ino, count: forgets[i].nlookup)
-                }
-            }
-            request.none()
+            let decoded = forgets.map { forgets in (0..<count).map { (forgets[$0].ino, forgets[$0].nlookup) } } ?? []
+            Operations.forget(FUSERequest(req, .forget, inode: 0), decoded)
         }
         ops.getattr = { req, ino, _ in
             guard let req else { return }
-            let request = FUSERequest(req)
-            let fs = request.filesystem
-            do {
-                request.attributes(try fs.core.attributes(of: ino), timeout: fs.timeouts.attributes)
-            } catch {
-                request.fail(error)
-            }
+            Operations.getattr(FUSERequest(req, .getattr, inode: ino))
         }
         ops.readlink = { req, ino in
             guard let req else { return }
-            let request = FUSERequest(req)
-            do {
-                request.link(try request.filesystem.core.readlink(ino))
-            } catch {
-                request.fail(error)
-            }
+            Operations.readlink(FUSERequest(req, .readlink, inode: ino))
         }
         ops.opendir = { req, ino, fi in
             guard let req, let fi else { return }
-            DirectoryReplies.opendir(FUSERequest(req), ino: ino, info: FileInfo(fi))
+            Operations.opendir(FUSERequest(req, .opendir, inode: ino), info: FileInfo(fi))
         }
         ops.readdir = { req, ino, size, offset, _ in
             guard let req else { return }
-            DirectoryReplies.readdir(FUSERequest(req), ino: ino, size: size, offset: Int(offset), plus: false)
+            Operations.readdir(FUSERequest(req, .readdir, inode: ino), size: size, offset: UInt64(bitPattern: Int64(offset)), plus: false)
         }
         ops.readdirplus = { req, ino, size, offset, _ in
             guard let req else { return }
-            DirectoryReplies.readdir(FUSERequest(req), ino: ino, size: size, offset: Int(offset), plus: true)
+            Operations.readdir(
+                FUSERequest(req, .readdirplus, inode: ino), size: size, offset: UInt64(bitPattern: Int64(offset)), plus: true)
         }
-        ops.releasedir = { req, _, _ in
+        ops.releasedir = { req, ino, _ in
             guard let req else { return }
-            FUSERequest(req).fail(errno: 0)
+            Operations.releasedir(FUSERequest(req, .releasedir, inode: ino))
         }
-        ops.statfs = { req, _ in
+        ops.statfs = { req, ino in
             guard let req else { return }
-            FUSERequest(req).later { request in
-                do {
-                    request.statfs(try await request.filesystem.core.statistics())
-                } catch {
-                    request.fail(error)
-                }
-            }
+            Operations.statfs(FUSERequest(req, .statfs, inode: ino))
         }
         ops.open = { req, ino, fi in
             guard let req, let fi else { return }
-            FileOperations.open(FUSERequest(req), ino: ino, info: FileInfo(fi))
+            Operations.open(FUSERequest(req, .open, inode: ino), info: FileInfo(fi))
         }
         ops.read = { req, ino, size, offset, fi in
             guard let req, let fi else { return }
-            FileOperations.read(FUSERequest(req), ino: ino, size: size, offset: offset, handle: fi.pointee.fh)
+            Operations.read(FUSERequest(req, .read, inode: ino), size: size, offset: offset, handle: fi.pointee.fh)
         }
-        ops.release = { req, _, fi in
+        ops.release = { req, ino, fi in
             guard let req else { return }
-            let request = FUSERequest(req)
-            if let fi { FileOperations.release(request.filesystem, handle: fi.pointee.fh) }
-            request.fail(errno: 0)
+            Operations.release(FUSERequest(req, .release, inode: ino), handle: fi?.pointee.fh)
         }
         ops.getxattr = { req, ino, name, size in
             guard let req, let name else { return }
-            FileOperations.getxattr(FUSERequest(req), ino: ino, name: String(cString: name), size: size)
+            Operations.getxattr(FUSERequest(req, .getxattr, inode: ino), name: String(cString: name), size: size)
         }
         ops.listxattr = { req, ino, size in
             guard let req else { return }
-            FileOperations.listxattr(FUSERequest(req), ino: ino, size: size)
+            Operations.listxattr(FUSERequest(req, .listxattr, inode: ino), size: size)
         }
         installReadOnlyRefusals(&ops)
         return ops
     }
 
     /// Every mutating operation answers EROFS (without handlers the kernel would report ENOSYS).
-    fileprivate static func installReadOnlyRefusals(_ ops: inout fuse_lowlevel_ops) {
-        ops.setattr = { req, _, _, _, _ in FUSEOperations.refuse(req) }
-        ops.mknod = { req, _, _, _, _ in FUSEOperations.refuse(req) }
-        ops.mkdir = { req, _, _, _ in FUSEOperations.refuse(req) }
-        ops.unlink = { req, _, _ in FUSEOperations.refuse(req) }
-        ops.rmdir = { req, _, _ in FUSEOperations.refuse(req) }
-        ops.symlink = { req, _, _, _ in FUSEOperations.refuse(req) }
-        ops.rename = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
-        ops.link = { req, _, _, _ in FUSEOperations.refuse(req) }
-        ops.write = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
-        ops.create = { req, _, _, _, _ in FUSEOperations.refuse(req) }
-        ops.setxattr = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
-        ops.removexattr = { req, _, _ in FUSEOperations.refuse(req) }
-        ops.fallocate = { req, _, _, _, _, _ in FUSEOperations.refuse(req) }
+    private static func installReadOnlyRefusals(_ ops: inout fuse_lowlevel_ops) {
+        ops.setattr = { req, ino, _, _, _ in FUSEOperations.refuse(req, .setattr, ino) }
+        ops.mknod = { req, parent, _, _, _ in FUSEOperations.refuse(req, .mknod, parent) }
+        ops.mkdir = { req, parent, _, _ in FUSEOperations.refuse(req, .mkdir, parent) }
+        ops.unlink = { req, parent, _ in FUSEOperations.refuse(req, .unlink, parent) }
+        ops.rmdir = { req, parent, _ in FUSEOperations.refuse(req, .rmdir, parent) }
+        ops.symlink = { req, _, parent, _ in FUSEOperations.refuse(req, .symlink, parent) }
+        ops.rename = { req, parent, _, _, _, _ in FUSEOperations.refuse(req, .rename, parent) }
+        ops.link = { req, ino, _, _ in FUSEOperations.refuse(req, .link, ino) }
+        ops.write = { req, ino, _, _, _, _ in FUSEOperations.refuse(req, .write, ino) }
+        ops.create = { req, parent, _, _, _ in FUSEOperations.refuse(req, .create, parent) }
+        ops.setxattr = { req, ino, _, _, _, _ in FUSEOperations.refuse(req, .setxattr, ino) }
+        ops.removexattr = { req, ino, _ in FUSEOperations.refuse(req, .removexattr, ino) }
+        ops.fallocate = { req, ino, _, _, _, _ in FUSEOperations.refuse(req, .fallocate, ino) }
     }
 
-    fileprivate static func refuse(_ req: fuse_req_t?) {
+    private static func refuse(_ req: fuse_req_t?, _ operation: Operation, _ inode: fuse_ino_t) {
         guard let req else { return }
-        FUSERequest(req).fail(.readOnly)
+        Operations.refuse(FUSERequest(req, operation, inode: inode))
     }
 
     /// Kernel capabilities: forced readdirplus (one round trip lists and stats a folder), cached
@@ -142,7 +113,7 @@ enum FUSEOperations {
     /// reused (it is dropped when the folder's mtime moved), synchronous reads (interruptible), and
     /// folders opened by the kernel itself unless listings expire (opendir is then the hook to list
     /// a folder again).
-    fileprivate static func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>, _ fs: FUSEFilesystem) {
+    private static func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>, _ fs: FUSEFilesystem) {
         let capable = conn.pointee.capable
         var want = conn.pointee.want
         for flag in [
@@ -159,39 +130,4 @@ enum FUSEOperations {
         fs.kernelOpensFolders.store(noOpendir, ordering: .relaxed)
         Log.debug(noOpendir ? "the kernel opens folders itself (no opendir)" : "folders are opened through opendir")
     }
-
-    fileprivate static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
-        let fs = request.filesystem
-        do {
-            switch try fs.core.lookupCached(parent: parent, name: name) {
-            case .found(let attributes):
-                request.entry(attributes, timeouts: fs.timeouts)
-                return
-            case .notFound:
-                request.negativeEntry(timeout: fs.timeouts.negative)
-                return
-            case .needsListing:
-                break
-            }
-        } catch {
-            request.fail(error)
-            return
-        }
-        request.later { request in
-            do {
-                request.entry(try await fs.core.lookup(parent: parent, name: name), timeouts: fs.timeouts)
-            } catch FilesystemError.notFound {
-                request.negativeEntry(timeout: fs.timeouts.negative)
-            } catch {
-                request.fail(error)
-            }
-        }
-    }
-}
-
-/// A copy of a request's fuse_file_info. libfuse passes a pointer to its own stack frame, which is
-/// gone once the callback returns, so a reply sent later from a Task must not use the pointer.
-struct FileInfo: @unchecked Sendable {
-    let value: fuse_file_info
-    init(_ pointer: UnsafeMutablePointer<fuse_file_info>) { self.value = pointer.pointee }
 }

@@ -15,8 +15,8 @@
 // is the request owner's business.
 
 import CFuse
-import DropboxAPI  // for Log only
 import DropboxFS
+import Log
 import Synchronization
 
 #if canImport(Glibc)

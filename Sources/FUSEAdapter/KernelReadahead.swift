@@ -3,7 +3,7 @@
 // through the mount's backing-device entry in sysfs (+20% on a cold 1 GiB cat, docs/READS.md).
 // Without the permission nothing changes.
 
-import DropboxAPI  // for Log only
+import Log
 
 #if canImport(Glibc)
     import Glibc

@@ -77,9 +77,6 @@ final class RequestOwner: Sendable {
     /// Registered requests not answered yet (for tests and the log).
     var pendingCount: Int { state.withLock { $0.pending.count } }
 
-    /// Replies and invalidations inside libfuse right now.
-    var callsInKernel: Int { state.withLock { $0.callsInKernel } }
-
     /// Answers `request` later, from a Task that runs `work` with the id the request is
     /// registered under. Called on the FUSE thread that received the request, before any reply.
     func later(_ request: RawRequest, _ work: @escaping @Sendable (UInt64) async -> Void) {

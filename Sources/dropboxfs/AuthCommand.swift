@@ -6,6 +6,7 @@
 
 import DropboxAPI
 import Foundation
+import Log
 
 #if canImport(Glibc)
     import Glibc

@@ -7,6 +7,7 @@
 // points at a message the user cannot see.
 
 import DropboxAPI
+import Log
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@
 // gets one warning line.
 
 import DropboxAPI
+import Log
 
 extension DropboxEndpoints {
     /// The endpoints, once checked; throws a usage error for one that must not be used.

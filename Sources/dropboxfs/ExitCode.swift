@@ -2,6 +2,7 @@
 // service managers can tell failures apart.
 
 import DropboxAPI
+import Log
 
 #if canImport(Glibc)
     import Glibc

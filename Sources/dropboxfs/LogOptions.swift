@@ -2,6 +2,7 @@
 // declares), and where the background daemon's log goes.
 
 import DropboxAPI
+import Log
 
 enum LogOptions {
     /// The level asked for; giving two different ones (-v with -q) is a usage error.

@@ -6,6 +6,7 @@ import DropboxAPI
 import DropboxFS
 import FUSEAdapter
 import Foundation
+import Log
 
 #if canImport(Glibc)
     import Glibc

@@ -11,6 +11,7 @@
 
 import DropboxAPI
 import Foundation
+import Log
 
 enum MountOptionList {
     /// Not for dropboxfs: what fstab, mount(8) and mount.fuse3 add or leave in.

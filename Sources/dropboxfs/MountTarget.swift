@@ -4,6 +4,7 @@
 
 import DropboxAPI
 import DropboxFS
+import Log
 
 struct MountTarget {
     var identity: TreeStoreIdentity

@@ -3,7 +3,7 @@
 // a user may raise it to. So `mount` raises the soft limit to the hard one at start (capped at
 // 2^20, the kernel's usual ceiling, for hard limits that say "unlimited").
 
-import DropboxAPI  // for Log only
+import Log
 
 #if canImport(Glibc)
     import Glibc

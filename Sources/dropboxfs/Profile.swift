@@ -11,6 +11,7 @@
 // stored tree uses as a name (they live in content/ and trees/).
 
 import DropboxAPI
+import Log
 
 struct Profile: Sendable, Equatable {
     /// nil: the default profile.

@@ -7,6 +7,7 @@ import Dispatch
 import DropboxAPI
 import FUSEAdapter
 import Foundation
+import Log
 import Synchronization
 
 #if canImport(Glibc)
@@ -72,6 +73,7 @@ enum StatusCommand {
                     printOut("             offline since \(since): Dropbox cannot be reached; serving the known tree")
                 }
                 if mount.raw != nil { printOut("             \(mount.summary)") }
+                if let failures = mount.failuresLine { printOut("             \(failures)") }
             }
         }
         return result

@@ -5,6 +5,7 @@
 import DropboxAPI
 import FUSEAdapter
 import Foundation
+import Log
 
 #if canImport(Glibc)
     import Glibc
@@ -67,6 +68,23 @@ struct MountState {
     var rate: Int? { fields["rate"].flatMap { Int($0.hasSuffix("/s") ? String($0.dropLast(2)) : $0) } }
     var phase: String? { fields["phase"] }
 
+    /// Failed requests per FUSE operation (`failed_read=2` in the attribute), in the daemon's order.
+    var failures: [(operation: String, count: Int)] {
+        guard let raw, answering else { return [] }
+        return raw.split(separator: " ").compactMap { part in
+            let pair = part.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].hasPrefix("failed_"), let count = Int(pair[1]) else { return nil }
+            return (String(pair[0].dropFirst("failed_".count)), count)
+        }
+    }
+
+    /// "failed requests: getxattr 2, read 1", nil when none failed.
+    var failuresLine: String? {
+        let failures = self.failures
+        guard !failures.isEmpty else { return nil }
+        return "failed requests: " + failures.map { "\($0.operation) \($0.count)" }.joined(separator: ", ")
+    }
+
     /// "listing: 412,000 entries, 46,000/s", "complete: 412,000 entries (listed in 9.1 s), following changes", ...
     var summary: String {
         guard answering else { return raw ?? "status unavailable" }
@@ -110,6 +128,7 @@ struct MountState {
             object["entries"] = entries ?? NSNull()
             object["rate"] = rate ?? NSNull()
             object["summary"] = summary
+            object["failures"] = Dictionary(failures.map { ($0.operation, $0.count) }, uniquingKeysWith: +)
         }
         return object
     }

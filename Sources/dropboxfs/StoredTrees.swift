@@ -4,6 +4,7 @@
 
 import DropboxAPI
 import DropboxFS
+import Log
 
 enum StoredTrees {
     static func folder(_ configuration: MountConfiguration) -> String { configuration.cacheFolder + "/trees" }

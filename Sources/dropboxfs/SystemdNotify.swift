@@ -5,6 +5,7 @@
 // starts (the mount guard, fusermount3) never send as if they were the service.
 
 import DropboxAPI
+import Log
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@
 // description or a log line, whatever the outcome of the request.
 
 import DropboxTestSupport
+import Log
 import Testing
 
 @testable import DropboxAPI

@@ -2,6 +2,7 @@
 // so request shapes and reply handling are tested without a network.
 
 import DropboxAPI
+import Log
 import Synchronization
 
 final class ScriptedTransport: HTTPTransport {

@@ -6,6 +6,7 @@
 import DropboxAPI
 @testable import DropboxFS
 import DropboxTestSupport
+import Log
 import Synchronization
 import Testing
 

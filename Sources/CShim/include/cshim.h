@@ -14,9 +14,7 @@ CURLcode dbx_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slis
 CURLcode dbx_easy_setopt_write_cb(CURL *handle, CURLoption option,
                                   size_t (*cb)(char *, size_t, size_t, void *));
 CURLcode dbx_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
-CURLcode dbx_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **value);
 CURLMcode dbx_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
-CURLSHcode dbx_share_setopt_long(CURLSH *share, CURLSHoption option, long value);
 
 // getxattr(2): <sys/xattr.h> is not part of Swift's Glibc module.
 ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t size);

@@ -6,6 +6,7 @@
 // that needs a new token waits for that same refresh, and a caller whose rejected token has already
 // been replaced simply gets the newer one.
 
+import Log
 import Synchronization
 
 public final class RefreshingTokenProvider: AccessTokenProvider {

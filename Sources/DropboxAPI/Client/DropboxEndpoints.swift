@@ -5,6 +5,7 @@
 // Dropbox's own is worth a warning at start.
 
 import Foundation
+import Log
 
 public struct DropboxEndpoints: Sendable, Equatable {
     /// RPC routes and the OAuth token endpoint.

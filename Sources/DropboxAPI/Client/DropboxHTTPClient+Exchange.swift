@@ -4,6 +4,7 @@
 // inside the paced operation, so a body cut short is retried like any other lost connection.
 
 import Foundation
+import Log
 
 extension DropboxHTTPClient {
     /// Where an RPC route is served: the API host, or the content host (get_thumbnail_batch is an

@@ -8,6 +8,8 @@
 // decoded cursor. A reply whose head cannot be read is decoded inside the paced request, so a body
 // cut short is retried like any other failed exchange.
 
+import Log
+
 extension DropboxHTTPClient {
     public func listFolderAll(
         _ arg: ListFolderArg, each: (ListFolderResult) -> Bool

@@ -2,6 +2,7 @@
 // every caller while Dropbox's rate limit (429 retry_after) runs, and retries 5xx replies and
 // transient network failures with backoff. Decisions come from PacerDecision; time from a Sleeper.
 
+import Log
 import Synchronization
 
 public final class Pacer: Sendable {

@@ -4,6 +4,8 @@
 // that cannot be made sensible (a file size past 2^53) makes its entry undecodable instead, and the
 // entry is hidden like any other bad entry (docs/SEMANTICS.md, "Names").
 
+import Log
+
 public enum ServerLimits {
     /// The longest pause a 429's `retry_after` (or `Retry-After`) may ask for.
     public static let maxRetryAfter: Double = 600

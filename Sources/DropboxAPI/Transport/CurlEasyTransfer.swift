@@ -5,6 +5,7 @@
 
 import CCurl
 import CShim
+import Log
 
 final class CurlEasyTransfer {
     let id: UInt64

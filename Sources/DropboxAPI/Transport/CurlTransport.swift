@@ -3,6 +3,7 @@
 // cooperative pool, and the multi handle's connection cache reuses connections across requests.
 
 import CCurl
+import Log
 
 public final class CurlTransport: HTTPTransport {
     public struct Configuration: Sendable {

@@ -89,25 +89,26 @@ public enum LocalFailure: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension FilesystemError: CustomStringConvertible {
-    /// The error and its cause, for log lines.
+    /// What went wrong, with the cause, for log lines (the adapter's failure line quotes it).
     public var description: String {
         switch self {
-        case .accessDenied(let cause), .remote(let cause): return "\(cause)"
-        case .integrity(let failure): return failure.description
-        case .local(let failure): return failure.description
         case .notFound: return "no such entry"
         case .notADirectory: return "not a folder"
         case .isADirectory: return "a folder"
         case .readOnly: return "read-only"
-        case .stale: return "stale inode or handle"
-        case .badHandle: return "unknown handle"
+        case .stale: return "the inode or handle is gone"
+        case .badHandle: return "unknown file handle"
         case .notSupported: return "not supported"
         case .noAttribute: return "no such attribute"
         case .bufferTooSmall: return "buffer too small"
-        case .notDownloadable: return "not downloadable"
+        case .notDownloadable: return "cannot be downloaded"
+        case .accessDenied(let cause): return "access denied: \(cause)"
+        case .remote(let cause): return "Dropbox or the network failed: \(cause)"
+        case .integrity(let failure): return "content check failed: \(failure)"
+        case .local(let failure): return "local storage failed: \(failure)"
         case .interrupted: return "interrupted"
         case .offline: return "Dropbox cannot be reached"
-        case .unmounting: return "unmounting"
+        case .unmounting: return "the mount is going away"
         }
     }
 }

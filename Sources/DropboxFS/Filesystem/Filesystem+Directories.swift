@@ -4,6 +4,11 @@
 // kernels that allow it the adapter answers opendir with ENOSYS, and the kernel opens folders itself
 // with its readdir cache kept (FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR) and sends no releasedir.
 //
+// The adapter asks for a piece on its own thread (`readDirectoryCached`), and from a task
+// (`readDirectory`) when the folder must be listed first or a file manager's first piece waits for
+// the folder's thumbnails, as it does for lookups; opendir likewise. What the kernel may cache
+// (OpenedDirectory) and when a listing counts as current are decided here.
+//
 // Offsets are cookies: "." is followed by 1, ".." by 2, and the child at sorted position i by
 // (child inode << 32) | (i + 3). Resuming after a child finds it again by position or, when the
 // folder changed in between, by its name, so a listing read while the folder changes neither
@@ -20,8 +25,84 @@
 import DropboxAPI
 
 extension Filesystem {
+    /// How the kernel may cache a folder it opened with opendir (OpenedDirectory).
+    public struct OpenedDirectory: Sendable, Equatable {
+        /// The kernel caches the folder's listing (until it is invalidated).
+        public var cacheListing: Bool
+        /// The kernel keeps a listing it cached before: it is still the current one.
+        public var keepCachedListing: Bool
+    }
+
+    /// Opens a folder for the kernel without waiting, when it can: nil when the folder must be
+    /// listed first, or a file manager waits for its thumbnails (`isFileManager` is asked only
+    /// while the core writes thumbnails): then call `openDirectory`.
+    public func openDirectoryCached(_ inode: UInt64, isFileManager: () -> Bool) throws(FilesystemError) -> OpenedDirectory? {
+        guard try servesNow(inode, firstPiece: true, isFileManager: isFileManager) else { return nil }
+        return openedDirectory(inode)
+    }
+
+    /// Opens a folder for the kernel, listing it first when needed, and for a file manager once
+    /// the folder's thumbnails are written (or after a short wait).
+    public func openDirectory(_ inode: UInt64, isFileManager: () -> Bool) async throws(FilesystemError) -> OpenedDirectory {
+        try await prepare(inode, firstPiece: true, isFileManager: isFileManager)
+        return openedDirectory(inode)
+    }
+
+    /// Serves a piece of a folder's listing without waiting, when it can: offers the entries after
+    /// offset `cookie` (0: from the start) to `add` until it returns false, and returns true.
+    /// Returns false, having offered nothing, when the folder must be listed first, or when a file
+    /// manager's first piece waits for the folder's thumbnails (`isFileManager` is asked only
+    /// then): call `readDirectory` then. `nextOffset` is the cookie of the entry after `entry`;
+    /// with `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup.
+    public func readDirectoryCached(
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, isFileManager: () -> Bool,
+        add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
+    ) throws(FilesystemError) -> Bool {
+        guard try servesNow(inode, firstPiece: cookie == 0, isFileManager: isFileManager) else { return false }
+        try readDirectory(inode, from: cookie, countingLookups: countingLookups, add: add)
+        return true
+    }
+
+    /// Serves a piece of a folder's listing as `readDirectoryCached` does, listing the folder first
+    /// when needed, and for a file manager's first piece once the folder's thumbnails are written
+    /// (or after a short wait).
+    public func readDirectory(
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, isFileManager: () -> Bool,
+        add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
+    ) async throws(FilesystemError) {
+        try await prepare(inode, firstPiece: cookie == 0, isFileManager: isFileManager)
+        try readDirectory(inode, from: cookie, countingLookups: countingLookups, add: add)
+    }
+
+    /// Whether a folder can be served at once: it is listed (later pieces are served from the
+    /// listing the first one came from, even once it expired), and no file manager's listing
+    /// waits for thumbnails.
+    private func servesNow(_ inode: UInt64, firstPiece: Bool, isFileManager: () -> Bool) throws(FilesystemError) -> Bool {
+        if firstPiece && wantsThumbnails && isFileManager() {
+            _ = try Self.index(inode)
+            return false
+        }
+        return try isDirectoryReady(inode, expiredIsReady: !firstPiece)
+    }
+
+    /// Waits for what `servesNow` found missing: a file manager's thumbnails, the folder's listing.
+    private func prepare(_ inode: UInt64, firstPiece: Bool, isFileManager: () -> Bool) async throws(FilesystemError) {
+        if firstPiece && wantsThumbnails && isFileManager() {
+            await thumbnailsWanted(folder: inode)
+            // Interrupted while it waited (the thumbnails go on).
+            if Task.isCancelled { throw .interrupted }
+        }
+        try await prepareDirectory(inode)
+    }
+
+    /// The kernel caches every folder's listing until invalidated, and keeps an earlier cached
+    /// listing only when it is still the current one.
+    private func openedDirectory(_ inode: UInt64) -> OpenedDirectory {
+        OpenedDirectory(cacheListing: true, keepCachedListing: kernelMayKeepListing(inode))
+    }
+
     /// Lists a folder if its listing is not complete and fresh, so `readDirectory` can serve it.
-    public func prepareDirectory(_ inode: UInt64) async throws(FilesystemError) {
+    func prepareDirectory(_ inode: UInt64) async throws(FilesystemError) {
         try await sync.ensureListed(try Self.index(inode))
     }
 
@@ -29,7 +110,7 @@ extension Filesystem {
     /// `prepareDirectory` first). A deleted folder the kernel still holds is ready: it is empty.
     /// With `expiredIsReady` (the later pieces of a listing) a complete listing past its TTL
     /// counts as ready, so one listing is not relisted halfway.
-    public func isDirectoryReady(_ inode: UInt64, expiredIsReady: Bool = false) throws(FilesystemError) -> Bool {
+    func isDirectoryReady(_ inode: UInt64, expiredIsReady: Bool = false) throws(FilesystemError) -> Bool {
         let index = try Self.index(inode)
         return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> Bool in
             guard let node = s.tree.node(index) else { throw .stale }
@@ -45,7 +126,7 @@ extension Filesystem {
 
     /// For opendir: whether the kernel may keep its cached listing of the folder, that is whether
     /// the listing it was last handed is the current one. Records the current one as handed out.
-    public func kernelMayKeepListing(_ inode: UInt64) -> Bool {
+    func kernelMayKeepListing(_ inode: UInt64) -> Bool {
         guard let index = try? Self.index(inode) else { return false }
         return tree.state.withLock { s in
             guard s.tree.node(index) != nil else { return false }
@@ -53,10 +134,10 @@ extension Filesystem {
         }
     }
 
-    /// Offers the entries of a folder after offset `cookie` (0: from the start) to `add` until it
-    /// returns false; `nextOffset` is the cookie of the entry after it. With `countingLookups`
-    /// (readdirplus) each accepted child entry counts one kernel lookup.
-    public func readDirectory(
+    /// Offers the entries of a listed folder after offset `cookie` (0: from the start) to `add`
+    /// until it returns false; `nextOffset` is the cookie of the entry after it. With
+    /// `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup.
+    func readDirectory(
         _ inode: UInt64, from cookie: UInt64, countingLookups: Bool,
         add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
     ) throws(FilesystemError) {

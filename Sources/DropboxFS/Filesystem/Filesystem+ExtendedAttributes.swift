@@ -3,10 +3,13 @@
 // sync engine's progress, which `dropboxfs status` reads. Read-only; setting one answers EROFS.
 
 extension Filesystem {
+    /// The root's attribute that `dropboxfs status` reads.
+    public static let statusAttribute = "user.dropboxfs.status"
+
     /// The extended attributes of an inode, in a stable order.
     public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
         let index = try Self.index(inode)
-        if index == MetadataTree.rootIndex { return [("user.dropboxfs.status", syncStatus())] }
+        if index == MetadataTree.rootIndex { return [(Self.statusAttribute, syncStatus())] }
         return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> [(name: String, value: String)] in
             guard let node = s.tree.node(index) else { throw .stale }
             var result: [(name: String, value: String)] = []

@@ -2,6 +2,7 @@
 // An interrupted `df` stops waiting (its request is cancelled with its task).
 
 import DropboxAPI
+import Log
 
 public struct FilesystemStats: Sendable, Equatable {
     public var blockSize: UInt64

@@ -13,6 +13,7 @@
 // set of checked keys. No file I/O happens while it is held.
 
 import DropboxAPI
+import Log
 import Synchronization
 
 final class DiskCache: Sendable {

@@ -9,6 +9,7 @@
 // (ContentState.mustVerify) wait for it here.
 
 import DropboxAPI
+import Log
 
 extension FileReader {
     private enum HashStep: Sendable {

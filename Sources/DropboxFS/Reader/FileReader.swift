@@ -17,6 +17,7 @@
 
 import Dispatch
 import DropboxAPI
+import Log
 import Synchronization
 
 final class FileReader: Sendable {

@@ -21,6 +21,7 @@
 import CSQLite
 import DropboxAPI
 import Dispatch
+import Log
 import Synchronization
 
 #if canImport(Glibc)

@@ -10,6 +10,7 @@
 // back online catches up at once.
 
 import DropboxAPI
+import Log
 
 extension SyncEngine {
     /// Starts the background work the options ask for. Call once, after mounting.

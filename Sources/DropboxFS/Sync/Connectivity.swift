@@ -9,6 +9,7 @@
 // `state` (a Mutex) guards the offline time and the last probe; no lock is held across a request.
 
 import DropboxAPI
+import Log
 import Synchronization
 
 #if canImport(Glibc)

@@ -8,6 +8,7 @@
 // when none is left (SharedWork.swift): the next request for the folder lists it afresh.
 
 import DropboxAPI
+import Log
 
 extension SyncEngine {
     /// Returns once `folder` holds a complete, fresh listing. `waitForFill`: a recursive listing

@@ -28,6 +28,7 @@
 // promote a branch and the split decision can register the new listings in one step.
 
 import DropboxAPI
+import Log
 import Synchronization
 
 /// How the whole-account fill is spread over parallel listings.

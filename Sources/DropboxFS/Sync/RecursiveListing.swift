@@ -9,6 +9,7 @@
 // again with backoff (ChangeWatcher.establishCursor).
 
 import DropboxAPI
+import Log
 
 /// One running recursive listing.
 final class RecursiveListing: Sendable {

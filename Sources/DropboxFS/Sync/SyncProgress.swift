@@ -3,6 +3,7 @@
 
 import DropboxAPI
 import Foundation
+import Log
 
 public struct SyncProgress: Sendable, Equatable {
     public enum Phase: String, Sendable {

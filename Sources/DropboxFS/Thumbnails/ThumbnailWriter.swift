@@ -24,6 +24,7 @@
 
 import Dispatch
 import DropboxAPI
+import Log
 import Synchronization
 
 /// Where thumbnails go and how much of them one mount may write.

@@ -12,6 +12,7 @@
 // with LiveTree's lock held (LiveTree.swift).
 
 import DropboxAPI
+import Log
 
 /// How a page of entries came: it decides whether missing parent folders may be made.
 enum PageKind {

@@ -1,7 +1,7 @@
 // Test conveniences over Filesystem.readDirectory: all entries of a folder from an offset as an
 // array, the readdirplus form, and a reader that takes a few entries at a time like the kernel.
 
-import DropboxFS
+@testable import DropboxFS
 
 extension Filesystem {
     func directoryEntries(_ folder: UInt64, from offset: UInt64) throws(FilesystemError) -> [DirectoryEntry] {

@@ -209,6 +209,47 @@ extension CoreTests {
             #expect(!Filesystem(client: fake, options: options()).listingsExpire)
         }
 
+        /// The adapter's two calls, as for lookups: the cached one serves a listed folder at once
+        /// and offers nothing when the folder must be listed first (a later piece of an expired
+        /// listing is still served); the waiting one lists, then serves. Without thumbnails the
+        /// file-manager question is never asked. opendir follows the same rule.
+        @Test func cachedPiecesAndPiecesThatWait() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/d/x", size: 1)
+            let clock = ManualClock()
+            let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
+            let d = try await inode(fs, "/d")
+            let neverAsked: () -> Bool = {
+                Issue.record("the file-manager question is only asked while thumbnails are written")
+                return false
+            }
+            var offered: [String] = []
+            #expect(!(try fs.readDirectoryCached(d, from: 0, countingLookups: false, isFileManager: neverAsked) { e, _ in
+                offered.append(e.name)
+                return true
+            }))
+            #expect(offered.isEmpty)
+            #expect(try fs.openDirectoryCached(d, isFileManager: neverAsked) == nil)
+            try await fs.readDirectory(d, from: 0, countingLookups: false, isFileManager: neverAsked) { e, _ in
+                offered.append(e.name)
+                return true
+            }
+            #expect(offered == [".", "..", "x"])
+            let opened = try #require(try fs.openDirectoryCached(d, isFileManager: neverAsked))
+            #expect(opened.cacheListing)
+            clock.advance(by: 11)
+            offered = []
+            #expect(try fs.readDirectoryCached(d, from: 2, countingLookups: false, isFileManager: neverAsked) { e, _ in
+                offered.append(e.name)
+                return true
+            })
+            #expect(offered == ["x"], "a later piece is served from the expired listing")
+            #expect(!(try fs.readDirectoryCached(d, from: 0, countingLookups: false, isFileManager: neverAsked) { _, _ in true }))
+            let reopened = try await fs.openDirectory(d, isFileManager: neverAsked)
+            #expect(reopened.cacheListing && reopened.keepCachedListing, "relisted, nothing new: the cached listing is current")
+            #expect(fake.callCount(.listFolder) == 3, "the root, /d, and /d again once expired")
+        }
+
         /// The kernel drops a cached listing when the folder's mtime moved since the listing was
         /// cached: every change of the entries moves the nanoseconds (a new revision of a file is
         /// a new inode, so its entry changes too); a relisting that finds nothing new does not.

@@ -190,6 +190,8 @@ public enum Log {
     public static func info(_ message: @autoclosure () -> String) { write(.info, message) }
     public static func warning(_ message: @autoclosure () -> String) { write(.warning, message) }
     public static func error(_ message: @autoclosure () -> String) { write(.error, message) }
+    /// A line at a level decided by the caller.
+    public static func log(_ level: LogLevel, _ message: @autoclosure () -> String) { write(level, message) }
 
     private static func write(_ level: LogLevel, _ message: () -> String) {
         let (enabled, sinks) = state.withLock { ($0.level <= level, Array($0.sinks.values)) }
