@@ -11,7 +11,7 @@
 //                          the tree store (the tree and its cursor in SQLite across mounts) and the
 //                          thumbnail writer (MD5 names through libcrypto)
 //   FUSEAdapter            the thin libfuse3 lowlevel layer over DropboxFS
-//   dropboxfs              the command-line tool
+//   dropboxfs              the command-line tool (Sources/CLI)
 import PackageDescription
 
 let package = Package(
@@ -62,6 +62,8 @@ let package = Package(
         .executableTarget(
             name: "dropboxfs",
             dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter", "Log", "Locking"],
+            // Not Sources/dropboxfs, which differs from Sources/DropboxFS only by case.
+            path: "Sources/CLI",
             plugins: ["BuildInfoPlugin"]
         ),
         // Bakes the commit into dropboxfs --version.

@@ -1,5 +1,5 @@
 """One declaration per option (issue 14, item 9): the parser, `--help`, the man page and the bash, zsh
-and fish completions are all made from the declarations in Sources/dropboxfs/Options.swift, which
+and fish completions are all made from the declarations in Sources/CLI/Options.swift, which
 `dropboxfs __generate options` prints. Each output must name exactly the declared options of each
 command (hidden ones nowhere), and the parser must accept each of them. Also item 7: every -o item
 is checked before anything is sent."""
