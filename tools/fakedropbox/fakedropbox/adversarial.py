@@ -355,6 +355,17 @@ def collect(tree, scope, recursive, nondl, view, late, rng, bogus_share):
     return out, cache
 
 
+
+def _irregular_page_size(rng, limit):
+    """One page's size in the ``pages`` mode: empty now and then, a few entries sometimes,
+    otherwise anything up to ``limit``."""
+    x = rng.random()
+    if x < EMPTY_PAGE_SHARE:
+        return 0
+    if x < EMPTY_PAGE_SHARE + TINY_PAGE_SHARE:
+        return rng.randint(1, min(5, limit))
+    return rng.randint(1, limit)
+
 def split_pages(n, limit, irregular, rng, tiny=None):
     """Page lengths covering n entries: full pages of limit, or (irregular)
     random lengths 0..limit with some empty pages while entries remain; the
@@ -363,16 +374,7 @@ def split_pages(n, limit, irregular, rng, tiny=None):
     sizes = []
     left = n
     while left > 0:
-        if irregular:
-            x = rng.random()
-            if x < EMPTY_PAGE_SHARE:
-                k = 0
-            elif x < EMPTY_PAGE_SHARE + TINY_PAGE_SHARE:
-                k = rng.randint(1, min(5, limit))
-            else:
-                k = rng.randint(1, limit)
-        else:
-            k = limit
+        k = _irregular_page_size(rng, limit) if irregular else limit
         if tiny is not None and tiny(len(sizes)):
             k = 1
         k = min(k, left)
@@ -531,16 +533,7 @@ def journal_page(st, cur, visible):
                                                  cur.seq, cur.tidx))
     paging = st.paging
     limit = paging.cap(cur.limit)
-    if "pages" in modes:
-        x = rng.random()
-        if x < EMPTY_PAGE_SHARE:
-            k = 0
-        elif x < EMPTY_PAGE_SHARE + TINY_PAGE_SHARE:
-            k = rng.randint(1, min(5, limit))
-        else:
-            k = rng.randint(1, limit)
-    else:
-        k = limit
+    k = _irregular_page_size(rng, limit) if "pages" in modes else limit
     if paging.in_tiny(cur.pg):
         k = 1
     room = paging.room(cur.pg)  # None: extras may exceed k
