@@ -82,6 +82,30 @@ func formFields(_ body: [UInt8]) -> [String: String] {
         #expect(try await tokens.accessToken() == "fresh-1")
     }
 
+    /// An interrupted request stops waiting for a stalled token endpoint at once; the refresh goes on
+    /// for the callers still waiting, and is made once.
+    @Test func aCancelledCallerStopsWaitingForTheRefresh() async throws {
+        let endpoint = tokenEndpoint(delay: .seconds(2))
+        let tokens = RefreshingTokenProvider(refreshToken: "rt", oauth: oauth(endpoint))
+        let patient = Task { try await tokens.accessToken() }
+        let interrupted = Task { try await tokens.accessToken() }
+        try await Task.sleep(for: .milliseconds(200))
+        interrupted.cancel()
+        await #expect(throws: DropboxError.transport(TransportError(kind: .cancelled, message: "request cancelled"))) {
+            try await interrupted.value
+        }
+        #expect(tokens.refreshCount == 0, "the cancelled caller returned before the refresh ended")
+        #expect(try await patient.value == "fresh-1")
+        #expect(endpoint.requests.count == 1)
+        // The same for a caller whose token was rejected.
+        let rejected = Task { try await tokens.refreshAfterRejection(of: "fresh-1") }
+        try await Task.sleep(for: .milliseconds(200))
+        rejected.cancel()
+        await #expect(throws: DropboxError.self) { try await rejected.value }
+        #expect(try await tokens.accessToken() == "fresh-2")
+        #expect(endpoint.requests.count == 2)
+    }
+
     @Test func refreshRequestShape() async throws {
         let endpoint = tokenEndpoint(delay: .zero)
         let tokens = RefreshingTokenProvider(refreshToken: "the-refresh-token", oauth: oauth(endpoint))

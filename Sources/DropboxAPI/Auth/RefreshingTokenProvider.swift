@@ -4,7 +4,8 @@
 // or failing token endpoint holds no request until the token really expires (a failed early
 // renewal is tried again after `earlyRetryPause`). Only one refresh runs at a time: every caller
 // that needs a new token waits for that same refresh, and a caller whose rejected token has already
-// been replaced simply gets the newer one.
+// been replaced simply gets the newer one. A caller whose task is cancelled (an interrupted request)
+// stops waiting at once; the refresh goes on for the others (CancellableWait.swift).
 
 import Log
 import Synchronization
@@ -71,10 +72,11 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
         case .ready(let token):
             return token
         case .wait(let refresh):
-            switch await refresh.value {
+            switch await Self.outcome(of: refresh) {
             case .success(let token):
                 return token
             case .failure(let error):
+                if case .transport(let failure) = error, failure.kind == .cancelled { throw error }
                 // A token still inside its lifetime beats failing because the early refresh failed.
                 let fallback = state.withLock { s in
                     s.expiresAt.flatMap { clock.now < $0 ? s.token : nil }
@@ -96,8 +98,14 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
         }
         switch next {
         case .ready(let token): return token
-        case .wait(let refresh): return try await refresh.value.get()
+        case .wait(let refresh): return try await Self.outcome(of: refresh).get()
         }
+    }
+
+    /// The refresh's outcome, or a cancelled transport error as soon as the caller is cancelled.
+    private static func outcome(of refresh: Refresh) async -> Result<String, DropboxError> {
+        await waitCancellably(
+            for: refresh, cancelled: .failure(.transport(TransportError(kind: .cancelled, message: "request cancelled"))))
     }
 
     /// Refreshes completed so far.
