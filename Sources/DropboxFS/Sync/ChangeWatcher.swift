@@ -16,6 +16,16 @@ extension SyncEngine {
     /// Starts the background work the options ask for. Call once, after mounting.
     func start() {
         guard options.prefetch || options.watchChanges else { return }
+        let now = options.monotonicNow()
+        state.withLock { s in
+            // The status says "filling" from the moment the mount is up, not from when the
+            // background task first runs: a `dropboxfs status` right after mounting is not told
+            // that folders are listed lazily.
+            if options.prefetch && !s.restored {
+                s.progress.phase = .filling
+                s.progress.fillStarted = now
+            }
+        }
         let task = Task { await self.runSync() }
         state.withLock { $0.backgroundTasks.append(task) }
     }
