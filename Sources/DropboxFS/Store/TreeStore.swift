@@ -350,7 +350,6 @@ public final class TreeStore: Sendable {
             var node = Node(parent: UInt32(parent), name: name, kind: kind)
             let flags = rows.int64(5)
             node.isDownloadable = flags & 1 != 0
-            node.readOnly = flags & 2 != 0
             node.provisional = flags & 4 != 0
             node.size = UInt64(bitPattern: rows.int64(6))
             node.mtime = rows.int64(7)
@@ -462,7 +461,7 @@ public final class TreeStore: Sendable {
         s.bind(record.key, at: 4)
         s.bind(Int64(node.kind.rawValue), at: 5)
         s.bind(
-            (node.isDownloadable ? 1 : 0) | (node.readOnly ? 2 : 0) | (node.provisional ? 4 : 0) | (record.oddKey ? 8 : 0),
+            (node.isDownloadable ? 1 : 0) | (node.provisional ? 4 : 0) | (record.oddKey ? 8 : 0),
             at: 6)
         s.bind(Int64(bitPattern: node.size), at: 7)
         s.bind(node.mtime, at: 8)

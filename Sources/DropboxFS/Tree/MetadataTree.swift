@@ -370,14 +370,12 @@ struct MetadataTree {
             nodes[Int(index)].ctime = file.serverModified.secondsSinceEpoch
             nodes[Int(index)].contentHash = file.contentHash
             nodes[Int(index)].isDownloadable = file.isDownloadable
-            nodes[Int(index)].readOnly = file.sharedReadOnly ?? false
             if let target = file.symlinkTarget { symlinkTargets[index] = target }
         case .folder(let folder):
             nodes[Int(index)].id = folder.id
             nodes[Int(index)].provisional = false
             nodes[Int(index)].mtime = folderTime
             nodes[Int(index)].ctime = folderTime
-            nodes[Int(index)].readOnly = folder.sharedReadOnly ?? false
         case .deleted:
             break
         }

@@ -94,7 +94,6 @@ struct Node {
     private static let zeroHash = ContentHash(bytes: [UInt8](repeating: 0, count: 32))
     private static let attachedFlag: UInt8 = 1
     private static let downloadableFlag: UInt8 = 2
-    private static let readOnlyFlag: UInt8 = 4
     private static let hashFlag: UInt8 = 8
     private static let provisionalFlag: UInt8 = 16
     private static let spilled: UInt8 = 0xFF
@@ -110,10 +109,6 @@ struct Node {
     var isDownloadable: Bool {
         get { flag(Self.downloadableFlag) }
         set { setFlag(Self.downloadableFlag, newValue) }
-    }
-    var readOnly: Bool {
-        get { flag(Self.readOnlyFlag) }
-        set { setFlag(Self.readOnlyFlag, newValue) }
     }
     /// A folder made from an entry's path because the entry came before its parent's own entry
     /// (Dropbox promises no order); cleared when that entry arrives (MetadataTree.provisionalFolder).
