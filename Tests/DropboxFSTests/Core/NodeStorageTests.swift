@@ -39,15 +39,15 @@ extension CoreTests {
 
         @Test func flagsAndHash() {
             var node = Node(parent: 1, name: "n", kind: .file)
-            #expect(node.attached && node.isDownloadable && !node.readOnly && node.contentHash == nil)
+            #expect(node.attached && node.isDownloadable && !node.provisional && node.contentHash == nil)
             let hash = ContentHash(bytes: (0..<32).map { UInt8($0) })
             node.contentHash = hash
-            node.readOnly = true
+            node.provisional = true
             node.isDownloadable = false
-            #expect(node.contentHash == hash && node.readOnly && !node.isDownloadable && node.attached)
+            #expect(node.contentHash == hash && node.provisional && !node.isDownloadable && node.attached)
             node.contentHash = nil
             node.attached = false
-            #expect(node.contentHash == nil && !node.attached && node.readOnly)
+            #expect(node.contentHash == nil && !node.attached && node.provisional)
         }
 
         @Test func storeSpansChunks() {
