@@ -87,7 +87,7 @@ import Testing
 
     @Test func stallTimeout() async throws {
         let fake = try await FakeDropboxServer.start()
-        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, stallSeconds: 8))
+        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, stallSeconds: 30))
         var request = Self.spaceUsage(fake)
         request.timeouts = HTTPTimeouts(connect: .seconds(5), total: nil, stall: .seconds(1))
         let start = ContinuousClock.now
@@ -97,12 +97,14 @@ import Testing
         } catch {
             #expect(Self.kind(of: error) == .timeout)
         }
-        #expect(ContinuousClock.now - start < .seconds(4))
+        // Well before the 30 s stall ends: only the 1 s stall timeout can end it that soon (a tight
+        // bound would measure the machine's load).
+        #expect(ContinuousClock.now - start < .seconds(15))
     }
 
     @Test func totalTimeout() async throws {
         let fake = try await FakeDropboxServer.start()
-        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, stallSeconds: 8))
+        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, stallSeconds: 30))
         var request = Self.spaceUsage(fake)
         request.timeouts = HTTPTimeouts(connect: .seconds(5), total: .milliseconds(700), stall: nil)
         let start = ContinuousClock.now
@@ -112,7 +114,7 @@ import Testing
         } catch {
             #expect(Self.kind(of: error) == .timeout)
         }
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(15), "well before the 30 s stall ends")
     }
 
     @Test func cancellationRemovesTheTransfer() async throws {
@@ -174,8 +176,8 @@ import Testing
 
     @Test func manyTransfersAtOnce() async throws {
         let fake = try await FakeDropboxServer.start()
-        // Each of the first 8 requests is held for 1.5 s: 12 s if the transport ran them in turn.
-        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, count: 8, stallSeconds: 1.5))
+        // Each of the first 8 requests is held for 3 s: 24 s if the transport ran them in turn.
+        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, count: 8, stallSeconds: 3))
         let transport = fake.transport
         let request = Self.spaceUsage(fake)
         let start = ContinuousClock.now
@@ -186,7 +188,7 @@ import Testing
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(statuses == Array(repeating: 200, count: 8))
-        #expect(ContinuousClock.now - start < .seconds(6))
+        #expect(ContinuousClock.now - start < .seconds(12), "in turn they would take 24 s")
     }
 
     @Test func httpsWithPrivateCA() async throws {
