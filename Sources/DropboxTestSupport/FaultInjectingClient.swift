@@ -1,8 +1,8 @@
 // A DropboxClient wrapper that injects scripted faults into another client, so tests can check how
 // the filesystem core handles errors, short reads and slow calls without a network: fail the next
 // calls of a method, fail its k-th call, shorten the next download, delay a method, or hold its
-// calls until released (a stalled server; a held call whose task is cancelled ends at once, as
-// the live transport's does).
+// calls (now, or from its k-th call on) until released (a stalled server; a held call whose task
+// is cancelled ends at once, as the live transport's does).
 
 import DropboxAPI
 import Synchronization
@@ -23,6 +23,8 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         var delays: [DropboxMethod: Duration] = [:]
         /// Methods whose calls wait in `waiting` until released.
         var held: Set<DropboxMethod> = []
+        /// Call numbers from which each method is held (1-based, as `numberedFailures`).
+        var holdFrom: [DropboxMethod: Int] = [:]
         var waiting: [DropboxMethod: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
         var nextWaiter: UInt64 = 0
         /// Held calls that ended because their task was cancelled.
@@ -71,10 +73,17 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         plan.withLock { _ = $0.held.insert(method) }
     }
 
+    /// Holds call number `k` of `method` and the calls after it (1-based, counted since creation
+    /// or resetCalls()) until released; the calls before it go on.
+    public func hold(_ method: DropboxMethod, fromCall k: Int) {
+        plan.withLock { $0.holdFrom[method] = k }
+    }
+
     /// Lets the held calls of `method` go on, and stops holding new ones.
     public func release(_ method: DropboxMethod) {
         let waiters = plan.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.held.remove(method)
+            state.holdFrom[method] = nil
             defer { state.waiting[method] = nil }
             return Array((state.waiting[method] ?? [:]).values)
         }
@@ -179,6 +188,10 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
     private func admit(_ method: DropboxMethod) async throws(DropboxError) -> UInt64? {
         let admission = plan.withLock { state in
             let number = state.calls.record(method)
+            if let first = state.holdFrom[method], number >= first {
+                state.held.insert(method)
+                state.holdFrom[method] = nil
+            }
             var failure = state.numberedFailures[method]?.removeValue(forKey: number)
             if failure == nil, var queue = state.nextFailures[method], !queue.isEmpty {
                 failure = queue.removeFirst()
