@@ -2,17 +2,20 @@
 // of photos reads every image whole to make its thumbnails; Dropbox already has them. When a file
 // manager lists a folder, the adapter tells the core, and this writer puts Dropbox's thumbnails of
 // the folder's images (files/get_thumbnail_batch, 25 a request) where file managers look first: the
-// freedesktop thumbnail cache, `$XDG_CACHE_HOME/thumbnails/normal/<md5 of the URI>.png`, carrying
-// the Thumb::URI and Thumb::MTime the standard asks for. A file manager that finds a current one
-// there shows it and reads nothing. It looks as soon as it has the listing, so the listing waits
-// for the folder's thumbnails (`listingWait`, 2 s at most; the adapter answers it from a task):
-// PCManFM, shown its first folder of 60 photos while the thumbnails were still on their way,
-// read every photo anyway.
+// freedesktop thumbnail cache, `$XDG_CACHE_HOME/thumbnails/{normal,large}/<md5 of the URI>.png`
+// (128 and 256 pixels: file managers use `large` for big icons, Thunar from 200 % zoom on),
+// carrying the Thumb::URI and Thumb::MTime the standard asks for. A file manager that finds a
+// current one there shows it and reads nothing. It looks as soon as it has the listing, so the
+// listing waits for the folder's thumbnails of the first size (`normal`, what the default views
+// use; `listingWait`, 2 s at most; the adapter answers it from a task): PCManFM, shown its first
+// folder of 60 photos while the thumbnails were still on their way, read every photo anyway. The
+// `large` ones follow (a view that needs only `normal` does not wait for them).
 //
 // Work is a queue of folders, the most recently shown first (a folder shown again moves to the
 // front), each worked through in batches by one worker task: one batch in flight at a time, so
 // thumbnails never compete with reads for more than one request slot, and after each batch the
-// worker turns to the folder shown last. Images whose cache file is already current are skipped;
+// worker turns to the folder shown last. A folder's batches are of one size each, every `normal`
+// one before the first `large` one. Images whose cache file is already current are skipped;
 // a file Dropbox cannot thumbnail is skipped silently (the file manager's own thumbnailer then does
 // what it always did). The bytes this daemon writes are capped (`capacity`); past the cap it writes
 // nothing more, and says so once.
@@ -27,23 +30,58 @@ import DropboxAPI
 import Log
 import Synchronization
 
+/// A size of the freedesktop thumbnail cache that dropboxfs writes: the folder's name, and the
+/// Dropbox thumbnail that fits it.
+public enum ThumbnailSize: String, Sendable, Equatable, Comparable, CaseIterable {
+    /// 128 pixels at most a side, `thumbnails/normal`.
+    case normal
+    /// 256 pixels at most a side, `thumbnails/large`.
+    case large
+
+    /// The Dropbox size asked for (strict mode: within the box, aspect kept).
+    var dropboxSize: ThumbnailArg.Size {
+        switch self {
+        case .normal: .w128h128
+        case .large: .w256h256
+        }
+    }
+
+    /// The longest side the standard allows in this folder.
+    public var pixels: Int {
+        switch self {
+        case .normal: 128
+        case .large: 256
+        }
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { a.pixels < b.pixels }
+}
+
 /// Where thumbnails go and how much of them one mount may write.
 public struct ThumbnailOptions: Sendable, Equatable {
     /// The mount point, absolute: a file's URI is `file://` + mount point + its path in the mount.
     public var mountpoint: String
-    /// The thumbnail cache, `$XDG_CACHE_HOME/thumbnails`; only its `normal` folder is written.
+    /// The thumbnail cache, `$XDG_CACHE_HOME/thumbnails`; only the folders of `sizes` are written.
     public var folder: String
-    /// The most bytes of thumbnails this mount writes.
+    /// The most bytes of thumbnails this mount writes, every size counted.
     public var capacity: UInt64
-    /// How long a file manager's listing waits for the folder's thumbnails (seconds): it looks for
-    /// them as soon as it has the listing, and reads the images whose thumbnail is not there yet.
+    /// How long a file manager's listing waits for the folder's thumbnails of the smallest size
+    /// (seconds): it looks for them as soon as it has the listing, and reads the images whose
+    /// thumbnail is not there yet.
     public var listingWait: Double
+    /// The sizes written, smallest first (never empty).
+    public var sizes: [ThumbnailSize]
 
-    public init(mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, listingWait: Double = 2) {
+    public init(
+        mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, listingWait: Double = 2,
+        sizes: [ThumbnailSize] = ThumbnailSize.allCases
+    ) {
         self.mountpoint = mountpoint
         self.folder = folder
         self.capacity = capacity
         self.listingWait = listingWait
+        let chosen = Set(sizes).sorted()
+        self.sizes = chosen.isEmpty ? [.normal] : chosen
     }
 }
 
@@ -58,16 +96,18 @@ struct ThumbnailSource: Sendable, Equatable {
 }
 
 final class ThumbnailWriter: Sendable {
-    /// One image whose thumbnail is to be fetched.
+    /// One thumbnail of one image to be fetched.
     struct Pending: Sendable, Equatable {
         var source: ThumbnailSource
+        var size: ThumbnailSize
         var uri: String
         var fileName: String
     }
 
-    /// A folder waiting for thumbnails; `pending` is nil until its images were checked on disk.
-    /// A job stays queued while its last batch is written, and `done` fires when it leaves the
-    /// queue (written, failed, dropped or stopped).
+    /// A folder waiting for thumbnails; `pending` is nil until its images were checked on disk,
+    /// then the thumbnails to fetch, smallest size first. A job stays queued while its last batch
+    /// is written; `done` fires once none of the smallest size is left to write (what a listing
+    /// waits for), or when it leaves the queue (written, failed, dropped or stopped).
     private struct Job {
         var folder: UInt32
         var id: UInt64
@@ -94,20 +134,24 @@ final class ThumbnailWriter: Sendable {
 
     /// Folders waiting beyond this many are forgotten, the oldest first: the user moved on.
     static let queueLimit = 32
-    /// The thumbnail size written (the standard's `normal`, 128 pixels).
-    static let size = ThumbnailArg.Size.w128h128
 
     let options: ThumbnailOptions
     private let client: any DropboxClient
-    private let cache: ThumbnailCache
+    /// The cache folder of each size written.
+    private let caches: [ThumbnailSize: ThumbnailCache]
     private let state = Mutex(State())
     private let disk = DispatchQueue(label: "dropboxfs.thumbnails")
 
     init(options: ThumbnailOptions, client: any DropboxClient) {
         self.options = options
         self.client = client
-        self.cache = ThumbnailCache(folder: options.folder + "/normal")
+        var caches: [ThumbnailSize: ThumbnailCache] = [:]
+        for size in options.sizes { caches[size] = ThumbnailCache(folder: options.folder + "/" + size.rawValue) }
+        self.caches = caches
     }
+
+    /// The size a listing waits for: the smallest written.
+    private var waitedSize: ThumbnailSize { options.sizes[0] }
 
     /// False once the cap was reached or writing failed: listings need not be reported any more.
     var isActive: Bool { state.withLock { !$0.finished } }
@@ -120,7 +164,8 @@ final class ThumbnailWriter: Sendable {
 
     /// A file manager showed `folder`: queue it first. `sources` gives the folder's image files
     /// (listing it when needed), nil when it is gone. Returns the signal fired once the folder's
-    /// thumbnails are written (or given up), nil when nothing is written any more.
+    /// thumbnails of the smallest size are written (or given up; the larger ones follow), nil when
+    /// nothing is written any more.
     @discardableResult
     func wanted(folder: UInt32, sources: @escaping @Sendable (UInt32) async -> [ThumbnailSource]?)
         -> CompletionSignal?
@@ -182,14 +227,19 @@ final class ThumbnailWriter: Sendable {
         }
     }
 
-    /// Takes job `id` out of the queue once nothing is left to fetch for it, and tells its waiters.
+    /// Tells job `id`'s waiters once nothing of the waited size is left to fetch for it (its last
+    /// such batch is written: the worker fetches one batch at a time), and takes it out of the
+    /// queue once nothing at all is left.
     private func finishIfDone(_ id: UInt64) {
+        let waited = waitedSize
         let done = state.withLock { s -> CompletionSignal? in
-            guard let index = s.queue.firstIndex(where: { $0.id == id }), s.queue[index].pending?.isEmpty == true else {
+            guard let index = s.queue.firstIndex(where: { $0.id == id }), let pending = s.queue[index].pending else {
                 return nil
             }
-            return s.queue.remove(at: index).done
+            if pending.isEmpty { return s.queue.remove(at: index).done }
+            return pending.contains(where: { $0.size == waited }) ? nil : s.queue[index].done
         }
+        // Firing twice is harmless.
         done?.fire()
     }
 
@@ -202,34 +252,45 @@ final class ThumbnailWriter: Sendable {
                 return nil
             }
             guard var pending = job.pending else { return .check(folder: job.folder, job: job.id) }
-            // Never empty here: a job whose last batch was written has left the queue.
-            let batch = Array(pending.prefix(ThumbnailArg.batchLimit))
+            // Never empty here: a job whose last batch was written has left the queue. One size a
+            // batch: the smaller ones, listed first, are not held back by larger ones.
+            let size = pending[0].size
+            let batch = Array(pending.prefix(ThumbnailArg.batchLimit).prefix { $0.size == size })
             pending.removeFirst(batch.count)
             s.queue[0].pending = pending
             return .fetch(batch, job: job.id)
         }
     }
 
-    /// The images whose cache file is missing or not current.
+    /// The thumbnails whose cache file is missing or not current: every one of the smallest size,
+    /// then every one of the next.
     private func check(_ sources: [ThumbnailSource]) async -> [Pending] {
         let mountpoint = options.mountpoint == "/" ? "" : options.mountpoint
-        let candidates = sources.map { source in
+        let images = sources.map { source in
             let uri = ThumbnailNames.fileURI(mountpoint + source.path)
-            return Pending(source: source, uri: uri, fileName: ThumbnailNames.cacheFileName(uri: uri))
+            return (source: source, uri: uri, fileName: ThumbnailNames.cacheFileName(uri: uri))
         }
-        guard !candidates.isEmpty else { return [] }
-        let cache = self.cache
+        guard !images.isEmpty else { return [] }
+        let candidates = options.sizes.flatMap { size in
+            images.map { Pending(source: $0.source, size: size, uri: $0.uri, fileName: $0.fileName) }
+        }
+        let caches = self.caches
         let pending = await onDisk {
-            candidates.filter { !cache.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime) }
+            candidates.filter { !caches[$0.size]!.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime) }
         }
-        Log.debug("thumbnails: \(pending.count) of the \(candidates.count) images in \(Self.folder(of: candidates[0])) to fetch")
+        let counts = options.sizes.map { size in "\(pending.count(where: { $0.size == size })) \(size.rawValue)" }
+        let folder = Self.folder(of: candidates[0])
+        Log.debug("thumbnails: \(counts.joined(separator: " and ")) of the \(images.count) images in \(folder) "
+            + "to fetch")
         return pending
     }
 
-    /// Fetches one batch and writes what came back; false when the request failed (the rest of
-    /// the folder is then left to the file manager).
+    /// Fetches one batch (of one size) and writes what came back; false when the request failed
+    /// (the rest of the folder is then left to the file manager).
     private func fetch(_ batch: [Pending]) async -> Bool {
-        let arguments = batch.map { ThumbnailArg(path: "rev:" + $0.source.rev, format: .png, size: Self.size) }
+        let arguments = batch.map {
+            ThumbnailArg(path: "rev:" + $0.source.rev, format: .png, size: $0.size.dropboxSize)
+        }
         let results: [Result<[UInt8], ThumbnailFailure>]
         do {
             results = try await client.getThumbnailBatch(arguments)
@@ -257,7 +318,7 @@ final class ThumbnailWriter: Sendable {
             }
         }
         guard !files.isEmpty else { return true }
-        let cache = self.cache
+        let cache = caches[batch[0].size]!
         let written = files
         await onDisk {
             for (item, bytes) in written {
