@@ -1,7 +1,7 @@
 """Thumbnails without downloads (docs/SEMANTICS.md "Thumbnails"): when a file manager lists a folder,
 Dropbox's thumbnails of its images are written to the freedesktop thumbnail cache,
 $XDG_CACHE_HOME/thumbnails/{normal,large}/<md5 of the file URI>.png (128 and 256 pixels; the normal
-ones before the listing is answered, for up to 2 s, the large ones next), with Thumb::URI and
+ones before the listing is answered, for up to 2 s, the large ones alongside), with Thumb::URI and
 Thumb::MTime, so the file manager shows them without reading the images. The "file manager" here is a copy of ls
 named pcmanfm: the daemon decides by the requesting process's name. find, du and ls never cost a
 thumbnail request. The fake's --photos 60 makes /Camera Uploads with IMG_0001.jpg ... IMG_0060.jpg
@@ -150,7 +150,7 @@ def test_a_file_manager_listing_writes_one_thumbnail_per_photo(fake_factory, mou
     assert sorted(os.listdir(tmp_path / "xdg-cache" / "thumbnails")) == sorted(SIZES)
 
     stats = fake.stats()
-    # 25 a request, one size a request: 3 of normal, then 3 of large.
+    # 25 a request, one size a request: 3 of normal and 3 of large (fetched side by side).
     assert stats["routes"].get(ROUTE, 0) == 2 * math.ceil(PHOTOS / 25), stats["routes"]
     assert stats["thumbnails"]["success"] == 2 * PHOTOS, stats["thumbnails"]
     assert stats["thumbnails"]["failure"] == 0, "PANO and notes.txt are never asked for"

@@ -9,21 +9,26 @@
 // listing waits for the folder's thumbnails of the first size (`normal`, what the default views
 // use; `listingWait`, 2 s at most; the adapter answers it from a task): PCManFM, shown its first
 // folder of 60 photos while the thumbnails were still on their way, read every photo anyway. The
-// `large` ones follow (a view that needs only `normal` does not wait for them).
+// `large` ones are fetched alongside, never ahead of them: a view that needs only `normal` does
+// not wait for them, and a big-icon view finds them too (Thunar at 200 % looks for `large` as soon
+// as it has the listing: fetched only after the normal ones, those of the second screenful came
+// too late, and tumblerd downloaded the photos).
 //
 // Work is a queue of folders, the most recently shown first (a folder shown again moves to the
-// front), each worked through in batches by one worker task: one batch in flight at a time, so
-// thumbnails never compete with reads for more than one request slot, and after each batch the
-// worker turns to the folder shown last. A folder's batches are of one size each, every `normal`
-// one before the first `large` one. Images whose cache file is already current are skipped;
+// front), worked through in batches of one size by one worker task per size (a lane): one batch
+// in flight per size, so thumbnails never compete with reads for more than two request slots, and
+// after each batch a lane turns to the folder shown last. A folder is checked on disk once, by the
+// first lane to reach it; the other lane waits for that (it never skips ahead to an older folder).
+// Images whose cache file is already current are skipped;
 // a file Dropbox cannot thumbnail is skipped silently (the file manager's own thumbnailer then does
 // what it always did). The bytes this daemon writes are capped (`capacity`); past the cap it writes
 // nothing more, and says so once.
 //
 // Locking: `state` (a Mutex) guards the queue (with each folder's completion signal, fired once
-// it leaves the queue), the worker's running flag and task, and the bytes written. It is never
-// held across an await, a request or disk I/O. Disk work (checking and writing cache files) runs
-// on `disk`, a serial queue outside Swift's cooperative pool.
+// its smallest thumbnails are written or it leaves the queue, and what of it is being checked or
+// fetched), the running lanes' tasks, and the bytes written. It is never held across an await, a
+// request or disk I/O. Disk work (checking and writing cache files) runs on `disk`, a serial
+// queue outside Swift's cooperative pool, shared by the lanes.
 
 import Dispatch
 import DropboxAPI
@@ -111,17 +116,25 @@ final class ThumbnailWriter: Sendable {
     private struct Job {
         var folder: UInt32
         var id: UInt64
+        /// The folder's image files (from the tree, listing the folder when needed).
+        let sources: @Sendable (UInt32) async -> [ThumbnailSource]?
         var pending: [Pending]?
+        /// A lane is checking the folder's cache files.
+        var checking = false
+        /// The sizes whose batch of this folder is in flight.
+        var inFlight: Set<ThumbnailSize> = []
         let done = CompletionSignal()
+
+        /// Nothing left to fetch or write: the job may leave the queue.
+        var isFinished: Bool { pending?.isEmpty == true && !checking && inFlight.isEmpty }
     }
 
     private struct State {
         /// The most recently shown folder first.
         var queue: [Job] = []
         var nextID: UInt64 = 0
-        var running = false
-        /// The running worker, for `stop`.
-        var worker: Task<Void, Never>?
+        /// The running lanes, for `stop`.
+        var lanes: [ThumbnailSize: Task<Void, Never>] = [:]
         var written: UInt64 = 0
         /// The cap was reached, or writing failed: nothing more is fetched or written.
         var finished = false
@@ -159,8 +172,8 @@ final class ThumbnailWriter: Sendable {
     /// Bytes of thumbnails written so far.
     var bytesWritten: UInt64 { state.withLock { $0.written } }
 
-    /// Nothing queued and no worker running (tests wait for it).
-    var isIdle: Bool { state.withLock { !$0.running && $0.queue.isEmpty } }
+    /// Nothing queued and no lane running (tests wait for it).
+    var isIdle: Bool { state.withLock { $0.lanes.isEmpty && $0.queue.isEmpty } }
 
     /// A file manager showed `folder`: queue it first. `sources` gives the folder's image files
     /// (listing it when needed), nil when it is gone. Returns the signal fired once the folder's
@@ -177,88 +190,110 @@ final class ThumbnailWriter: Sendable {
                 s.queue.insert(s.queue.remove(at: index), at: 0)
             } else {
                 s.nextID += 1
-                s.queue.insert(Job(folder: folder, id: s.nextID, pending: nil), at: 0)
+                s.queue.insert(Job(folder: folder, id: s.nextID, sources: sources, pending: nil), at: 0)
                 if s.queue.count > Self.queueLimit {
                     dropped = Array(s.queue[Self.queueLimit...])
                     s.queue.removeLast(s.queue.count - Self.queueLimit)
                 }
             }
-            if !s.running {
-                // Started under the lock, so `worker` is always the running one (its first step
-                // waits for the lock).
-                s.running = true
-                s.worker = Task { await self.work(sources: sources) }
-            }
+            startLanes(&s)
             return (s.queue[0].done, dropped)
         }
         for job in dropped { job.done.fire() }
         return done
     }
 
-    /// Stops the worker (at unmount); nothing is queued or written afterwards.
+    /// Stops the lanes (at unmount); nothing is queued or written afterwards.
     func stop() {
-        let (worker, dropped) = state.withLock { s -> (Task<Void, Never>?, [Job]) in
+        let (lanes, dropped) = state.withLock { s -> ([Task<Void, Never>], [Job]) in
             s.finished = true
             defer { s.queue = [] }
-            return (s.worker, s.queue)
+            return (Array(s.lanes.values), s.queue)
         }
-        worker?.cancel()
+        for lane in lanes { lane.cancel() }
         for job in dropped { job.done.fire() }
     }
 
-    private func work(sources: @Sendable (UInt32) async -> [ThumbnailSource]?) async {
-        while let step = nextStep() {
+    /// Starts the lanes that are not running, while there is work (under the lock, so `lanes`
+    /// always holds the running ones: a lane's first step waits for the lock).
+    private func startLanes(_ s: inout State) {
+        guard !s.finished, !s.queue.isEmpty else { return }
+        for size in options.sizes where s.lanes[size] == nil {
+            s.lanes[size] = Task { await self.work(size) }
+        }
+    }
+
+    /// One lane: the batches of one size, the folder shown last first.
+    private func work(_ size: ThumbnailSize) async {
+        while let step = nextStep(size) {
             switch step {
             case .check(let folder, let id):
-                let pending = await check(await sources(folder) ?? [])
+                let sources = state.withLock { s in s.queue.first(where: { $0.id == id })?.sources }
+                let pending = await check(await sources?(folder) ?? [])
                 state.withLock { s in
                     guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
                     s.queue[index].pending = pending
+                    s.queue[index].checking = false
+                    // The other lanes stopped at this folder: there may be work for them now.
+                    startLanes(&s)
                 }
                 finishIfDone(id)
             case .fetch(let batch, let id):
-                if await !fetch(batch) {
-                    state.withLock { s in
-                        if let index = s.queue.firstIndex(where: { $0.id == id }) { s.queue[index].pending = [] }
-                    }
+                let fetched = await fetch(batch)
+                state.withLock { s in
+                    guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
+                    s.queue[index].inFlight.remove(size)
+                    // A failed request leaves the rest of the folder, every size, to the file manager.
+                    if !fetched { s.queue[index].pending = [] }
                 }
                 finishIfDone(id)
             }
         }
     }
 
-    /// Tells job `id`'s waiters once nothing of the waited size is left to fetch for it (its last
-    /// such batch is written: the worker fetches one batch at a time), and takes it out of the
-    /// queue once nothing at all is left.
+    /// Tells job `id`'s waiters once nothing of the waited size is left to fetch or write for it,
+    /// and takes it out of the queue once nothing at all is.
     private func finishIfDone(_ id: UInt64) {
         let waited = waitedSize
         let done = state.withLock { s -> CompletionSignal? in
             guard let index = s.queue.firstIndex(where: { $0.id == id }), let pending = s.queue[index].pending else {
                 return nil
             }
-            if pending.isEmpty { return s.queue.remove(at: index).done }
-            return pending.contains(where: { $0.size == waited }) ? nil : s.queue[index].done
+            if s.queue[index].isFinished { return s.queue.remove(at: index).done }
+            let waiting = s.queue[index].inFlight.contains(waited) || pending.contains(where: { $0.size == waited })
+            return waiting ? nil : s.queue[index].done
         }
         // Firing twice is harmless.
         done?.fire()
     }
 
-    /// The next thing to do for the folder at the front, or nil (the worker then ends).
-    private func nextStep() -> Step? {
+    /// The next thing lane `size` does: check the folder shown last that is not checked yet, or
+    /// fetch a batch of the first folder with thumbnails of this size left; nil when there is
+    /// none, or that folder is being checked by another lane (which starts this one again): the
+    /// lane then ends.
+    private func nextStep(_ size: ThumbnailSize) -> Step? {
         state.withLock { s -> Step? in
-            guard !s.finished, !Task.isCancelled, let job = s.queue.first else {
-                s.running = false
-                s.worker = nil
-                return nil
+            if !s.finished, !Task.isCancelled {
+                for index in s.queue.indices {
+                    guard let pending = s.queue[index].pending else {
+                        if s.queue[index].checking { break }
+                        s.queue[index].checking = true
+                        return .check(folder: s.queue[index].folder, job: s.queue[index].id)
+                    }
+                    let batch = Array(pending.lazy.filter { $0.size == size }.prefix(ThumbnailArg.batchLimit))
+                    guard !batch.isEmpty else { continue }
+                    var taken = 0
+                    s.queue[index].pending = pending.filter { item in
+                        guard item.size == size, taken < batch.count else { return true }
+                        taken += 1
+                        return false
+                    }
+                    s.queue[index].inFlight.insert(size)
+                    return .fetch(batch, job: s.queue[index].id)
+                }
             }
-            guard var pending = job.pending else { return .check(folder: job.folder, job: job.id) }
-            // Never empty here: a job whose last batch was written has left the queue. One size a
-            // batch: the smaller ones, listed first, are not held back by larger ones.
-            let size = pending[0].size
-            let batch = Array(pending.prefix(ThumbnailArg.batchLimit).prefix { $0.size == size })
-            pending.removeFirst(batch.count)
-            s.queue[0].pending = pending
-            return .fetch(batch, job: job.id)
+            s.lanes[size] = nil
+            return nil
         }
     }
 
