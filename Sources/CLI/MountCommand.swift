@@ -97,7 +97,9 @@ enum MountCommand {
                 fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
                 reader: configuration.reader, store: store,
                 thumbnails: configuration.thumbnailCacheSize.map {
-                    ThumbnailOptions(mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0)
+                    ThumbnailOptions(
+                        mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
+                        sizes: configuration.thumbnailSizes)
                 }),
             restoring: stored, connectivity: Connectivity(offline: target.offline))
         // The core owns the tree now: holding a second reference would copy every part of it the
@@ -188,6 +190,8 @@ struct MountConfiguration {
     /// The most bytes of thumbnails for file managers the mount writes (--thumbnail-cache-size);
     /// nil with --no-thumbnails.
     var thumbnailCacheSize: UInt64?
+    /// The thumbnail cache folders written (--thumbnail-sizes; default normal and large).
+    var thumbnailSizes: [ThumbnailSize]
     /// Request deadlines and the longest 429 pause (--timeouts).
     var http: DropboxHTTPClient.Configuration
     var retryPolicy: RetryPolicy
@@ -248,6 +252,7 @@ struct MountConfiguration {
         let thumbnailCap = try Self.byteCount(
             parsed.value("thumbnail-cache-size"), name: "--thumbnail-cache-size", default: 200 << 20)
         thumbnailCacheSize = parsed.has("no-thumbnails") || thumbnailCap == 0 ? nil : thumbnailCap
+        thumbnailSizes = try Self.thumbnailSizes(parsed.value("thumbnail-sizes"))
         (http, retryPolicy) = try TimeoutOption.parse(parsed.value("timeouts"))
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=\(profile.fsname)",
@@ -318,6 +323,22 @@ struct MountConfiguration {
         guard !parsed.has("no-disk-cache"), capacity > 0 else { return ReaderOptions(memoryLimit: memory) }
         return ReaderOptions(
             memoryLimit: memory, diskCache: DiskCacheOptions(directory: folder + "/content", capacity: capacity))
+    }
+
+    /// --thumbnail-sizes: "normal", "large" or both, separated by ',' (or ':', which -o leaves whole).
+    private static func thumbnailSizes(_ text: String?) throws(UsageError) -> [ThumbnailSize] {
+        guard let text else { return ThumbnailSize.allCases }
+        var sizes: [ThumbnailSize] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false).flatMap({
+            $0.split(separator: ":", omittingEmptySubsequences: false)
+        }) {
+            guard let size = ThumbnailSize(rawValue: String(item)) else {
+                throw UsageError(
+                    description: "--thumbnail-sizes must be normal, large or normal,large, not \(Log.quoted(text))")
+            }
+            if !sizes.contains(size) { sizes.append(size) }
+        }
+        return sizes
     }
 
     /// A size such as 1073741824, 512M, 1G or 1GiB (K, M, G, T are powers of 1024).

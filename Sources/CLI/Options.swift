@@ -153,11 +153,17 @@ enum Options {
                 name: "no-thumbnails",
                 help: "do not write Dropbox's thumbnails for file managers (by default, when a file manager such as "
                     + "PCManFM, Thunar or Nautilus shows a folder, the thumbnails of its images go to "
-                    + "$XDG_CACHE_HOME/thumbnails/normal, so it shows them without downloading every image)",
+                    + "$XDG_CACHE_HOME/thumbnails/normal and large, so it shows them without downloading every image)",
+                mountOption: true),
+            OptionSpec(
+                name: "thumbnail-sizes", value: "LIST",
+                help: "the thumbnail sizes written: normal (128 pixels, most views), large (256 pixels, big icons, "
+                    + "e.g. Thunar from 200 % zoom) or both, separated by ',' or ':' (default normal,large)",
                 mountOption: true),
             OptionSpec(
                 name: "thumbnail-cache-size", value: "SIZE",
-                help: "the most bytes of thumbnails one mount writes, e.g. 50M (default 200M)", mountOption: true),
+                help: "the most bytes of thumbnails one mount writes, every size counted, e.g. 50M (default 200M)",
+                mountOption: true),
             OptionSpec(
                 name: "read-buffer-memory", value: "SIZE",
                 help: "cap of the memory used for read-ahead buffers (default 256M)", mountOption: true),

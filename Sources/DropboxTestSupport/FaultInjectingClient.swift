@@ -1,8 +1,8 @@
 // A DropboxClient wrapper that injects scripted faults into another client, so tests can check how
 // the filesystem core handles errors, short reads and slow calls without a network: fail the next
 // calls of a method, fail its k-th call, shorten the next download, delay a method, or hold its
-// calls until released (a stalled server; a held call whose task is cancelled ends at once, as
-// the live transport's does).
+// calls (all, or the thumbnail batches a test picks) until released (a stalled server; a held call
+// whose task is cancelled ends at once, as the live transport's does).
 
 import DropboxAPI
 import Synchronization
@@ -23,6 +23,8 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         var delays: [DropboxMethod: Duration] = [:]
         /// Methods whose calls wait in `waiting` until released.
         var held: Set<DropboxMethod> = []
+        /// Which get_thumbnail_batch calls are held, by their entries, until released.
+        var heldThumbnails: (@Sendable ([ThumbnailArg]) -> Bool)?
         var waiting: [DropboxMethod: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
         var nextWaiter: UInt64 = 0
         /// Held calls that ended because their task was cancelled.
@@ -71,10 +73,17 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         plan.withLock { _ = $0.held.insert(method) }
     }
 
+    /// Holds the get_thumbnail_batch calls whose entries `which` picks (e.g. one size) until
+    /// `release(.getThumbnailBatch)`; the others go on.
+    public func holdThumbnailBatches(where which: @escaping @Sendable ([ThumbnailArg]) -> Bool) {
+        plan.withLock { $0.heldThumbnails = which }
+    }
+
     /// Lets the held calls of `method` go on, and stops holding new ones.
     public func release(_ method: DropboxMethod) {
         let waiters = plan.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.held.remove(method)
+            if method == .getThumbnailBatch { state.heldThumbnails = nil }
             defer { state.waiting[method] = nil }
             return Array((state.waiting[method] ?? [:]).values)
         }
@@ -160,7 +169,7 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
     public func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
         -> [Result<[UInt8], ThumbnailFailure>]
     {
-        try await admit(.getThumbnailBatch)
+        try await admit(.getThumbnailBatch, holding: plan.withLock { $0.heldThumbnails?(entries) ?? false })
         return try await base.getThumbnailBatch(entries)
     }
 
@@ -176,7 +185,7 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
 
     /// Counts the call and applies its delay and failure; returns the download truncation, if any.
     @discardableResult
-    private func admit(_ method: DropboxMethod) async throws(DropboxError) -> UInt64? {
+    private func admit(_ method: DropboxMethod, holding: Bool = false) async throws(DropboxError) -> UInt64? {
         let admission = plan.withLock { state in
             let number = state.calls.record(method)
             var failure = state.numberedFailures[method]?.removeValue(forKey: number)
@@ -191,12 +200,13 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
             return Admission(delay: state.delays[method] ?? .zero, failure: failure, truncation: truncation)
         }
         try await sleepUnlessCancelled(admission.delay)
-        try await waitWhileHeld(method)
+        try await waitWhileHeld(method, holding: holding)
         if let failure = admission.failure { throw failure }
         return admission.truncation
     }
 
-    private func waitWhileHeld(_ method: DropboxMethod) async throws(DropboxError) {
+    /// Waits while `method` is held, or (`holding`) until it is released.
+    private func waitWhileHeld(_ method: DropboxMethod, holding: Bool) async throws(DropboxError) {
         let id = plan.withLock { state in
             state.nextWaiter += 1
             return state.nextWaiter
@@ -204,7 +214,8 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         let released = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let now = plan.withLock { state -> Bool? in
-                    guard state.held.contains(method) else { return true }
+                    let held = state.held.contains(method) || (holding && state.heldThumbnails != nil)
+                    guard held else { return true }
                     if Task.isCancelled {
                         state.cancelledWhileHeld[method, default: 0] += 1
                         return false

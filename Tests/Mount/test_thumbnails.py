@@ -1,8 +1,8 @@
 """Thumbnails without downloads (docs/SEMANTICS.md "Thumbnails"): when a file manager lists a folder,
-Dropbox's thumbnails of its images are written to the freedesktop thumbnail cache (before the
-listing is answered, for up to 2 s),
-$XDG_CACHE_HOME/thumbnails/normal/<md5 of the file URI>.png, with Thumb::URI and Thumb::MTime, so
-the file manager shows them without reading the images. The "file manager" here is a copy of ls
+Dropbox's thumbnails of its images are written to the freedesktop thumbnail cache,
+$XDG_CACHE_HOME/thumbnails/{normal,large}/<md5 of the file URI>.png (128 and 256 pixels; the normal
+ones before the listing is answered, for up to 2 s, the large ones alongside), with Thumb::URI and
+Thumb::MTime, so the file manager shows them without reading the images. The "file manager" here is a copy of ls
 named pcmanfm: the daemon decides by the requesting process's name. find, du and ls never cost a
 thumbnail request. The fake's --photos 60 makes /Camera Uploads with IMG_0001.jpg ... IMG_0060.jpg
 (2-6 MiB), PANO_0001.jpg (over Dropbox's 20 MiB limit) and notes.txt.
@@ -26,6 +26,8 @@ from helpers import run, stat_paths, wait_for_fill, wait_until
 PHOTOS = 60
 FOLDER = "Camera Uploads"
 ROUTE = "files/get_thumbnail_batch"
+SIZES = ("normal", "large")
+PIXELS = {"normal": 128, "large": 256}
 
 
 def file_uri(path):
@@ -38,10 +40,11 @@ def cache_name(path):
     return hashlib.md5(file_uri(path).encode("ascii")).hexdigest() + ".png"
 
 
-def png_text(data):
+def png_text(data, size="normal"):
     """The tEXt entries of a PNG, after checking its chunks: signature, every CRC, IHDR first,
-    IEND last, an image that inflates to the size IHDR promises (8-bit RGB or RGBA), at most
-    128 pixels a side (the standard's normal size)."""
+    IEND last, an image that inflates to the size IHDR promises (8-bit RGB or RGBA), whose longer
+    side is the standard's size (the fake's photos are larger): 128 pixels for normal, 256 for
+    large."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     i, chunks = 8, []
     while i < len(data):
@@ -56,7 +59,7 @@ def png_text(data):
     text_positions = [n for n, k in enumerate(kinds) if k == b"tEXt"]
     assert text_positions and max(text_positions) < kinds.index(b"IDAT"), "tEXt after IDAT"
     width, height, depth, colour = struct.unpack(">IIBB", chunks[0][1][:10])
-    assert 0 < width <= 128 and 0 < height <= 128, (width, height)
+    assert 0 < min(width, height) and max(width, height) == PIXELS[size], (size, width, height)
     channels = {2: 3, 6: 4}[colour]
     assert depth == 8
     pixels = zlib.decompress(b"".join(b for k, b in chunks if k == b"IDAT"))
@@ -64,13 +67,13 @@ def png_text(data):
     return dict(b.split(b"\0", 1) for k, b in chunks if k == b"tEXt")
 
 
-def thumbnail_dir(tmp_path):
+def thumbnail_dir(tmp_path, size="normal"):
     # mount_factory runs the daemon with XDG_CACHE_HOME=<tmp_path>/xdg-cache.
-    return tmp_path / "xdg-cache" / "thumbnails" / "normal"
+    return tmp_path / "xdg-cache" / "thumbnails" / size
 
 
-def written(tmp_path):
-    folder = thumbnail_dir(tmp_path)
+def written(tmp_path, size="normal"):
+    folder = thumbnail_dir(tmp_path, size)
     return sorted(os.listdir(folder)) if folder.exists() else []
 
 
@@ -92,9 +95,11 @@ def photo_names():
     return [f"IMG_{i:04d}.jpg" for i in range(1, PHOTOS + 1)]
 
 
-def wait_for_thumbnails(tmp_path, count, timeout=20):
-    wait_until(lambda: len(written(tmp_path)) >= count, timeout=timeout,
-               message=f"{count} thumbnails in {thumbnail_dir(tmp_path)} (have {len(written(tmp_path))})")
+def wait_for_thumbnails(tmp_path, count, timeout=20, sizes=SIZES):
+    for size in sizes:
+        wait_until(lambda: len(written(tmp_path, size)) >= count, timeout=timeout,
+                   message=f"{count} thumbnails in {thumbnail_dir(tmp_path, size)} "
+                           f"(have {len(written(tmp_path, size))})")
     time.sleep(0.5)  # nothing more may follow
 
 
@@ -121,31 +126,48 @@ def test_a_file_manager_listing_writes_one_thumbnail_per_photo(fake_factory, mou
     r = run(file_manager(tmp_path), photos)
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.decode().split("\n")[:-1]) == sorted(photo_names() + ["PANO_0001.jpg", "notes.txt"])
-    # The listing was answered once the thumbnails were written (or after 2 s): a file manager looks
-    # for them as soon as it has the listing. The first batch at least is there by then.
+    # The listing was answered once the normal thumbnails were written (or after 2 s): a file
+    # manager looks for them as soon as it has the listing. The first batch at least is there by
+    # then; the large ones follow.
     assert len(written(tmp_path)) >= 25, written(tmp_path)
     wait_for_thumbnails(tmp_path, PHOTOS)
 
-    folder = thumbnail_dir(tmp_path)
     paths = [os.path.join(photos, name) for name in photo_names()]
-    assert written(tmp_path) == sorted(cache_name(p) for p in paths)
     mtimes = stat_paths(paths)
-    for path in paths:
-        thumbnail = folder / cache_name(path)
-        text = png_text(thumbnail.read_bytes())
-        assert text[b"Thumb::URI"].decode() == file_uri(path)
-        assert int(text[b"Thumb::MTime"]) == mtimes[path][2], path
-        assert int(text[b"Thumb::Size"]) == mtimes[path][1], path
-        assert stat.S_IMODE(thumbnail.stat().st_mode) == 0o600
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    for other in ("PANO_0001.jpg", "notes.txt"):
-        assert not (folder / cache_name(os.path.join(photos, other))).exists(), other
+    for size in SIZES:
+        folder = thumbnail_dir(tmp_path, size)
+        assert written(tmp_path, size) == sorted(cache_name(p) for p in paths), size
+        for path in paths:
+            thumbnail = folder / cache_name(path)
+            text = png_text(thumbnail.read_bytes(), size)
+            assert text[b"Thumb::URI"].decode() == file_uri(path)
+            assert int(text[b"Thumb::MTime"]) == mtimes[path][2], path
+            assert int(text[b"Thumb::Size"]) == mtimes[path][1], path
+            assert stat.S_IMODE(thumbnail.stat().st_mode) == 0o600
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        for other in ("PANO_0001.jpg", "notes.txt"):
+            assert not (folder / cache_name(os.path.join(photos, other))).exists(), other
+    assert sorted(os.listdir(tmp_path / "xdg-cache" / "thumbnails")) == sorted(SIZES)
 
     stats = fake.stats()
-    assert stats["routes"].get(ROUTE, 0) == math.ceil(PHOTOS / 25), stats["routes"]
-    assert stats["thumbnails"]["success"] == PHOTOS, stats["thumbnails"]
+    # 25 a request, one size a request: 3 of normal and 3 of large (fetched side by side).
+    assert stats["routes"].get(ROUTE, 0) == 2 * math.ceil(PHOTOS / 25), stats["routes"]
+    assert stats["thumbnails"]["success"] == 2 * PHOTOS, stats["thumbnails"]
     assert stats["thumbnails"]["failure"] == 0, "PANO and notes.txt are never asked for"
     assert stats["routes"].get("files/download", 0) == 0, stats["routes"]
+
+
+def test_thumbnail_sizes_normal_writes_no_large_ones(fake_factory, mount_factory, tmp_path):
+    fake = fake_factory("--photos", str(PHOTOS))
+    m = mount_factory(fake, "--thumbnail-sizes", "normal")
+    wait_for_fill(m.path, fake)
+    fake.reset_stats()
+    r = run(file_manager(tmp_path), os.path.join(os.path.realpath(m.path), FOLDER))
+    assert r.returncode == 0, r.stderr
+    wait_for_thumbnails(tmp_path, PHOTOS, sizes=("normal",))
+    time.sleep(1)
+    assert not thumbnail_dir(tmp_path, "large").exists()
+    assert thumbnail_requests(fake) == math.ceil(PHOTOS / 25)
 
 
 def test_no_thumbnails_writes_nothing(fake_factory, mount_factory, tmp_path):
@@ -167,7 +189,9 @@ def test_a_changed_photo_gets_a_new_thumbnail(fake_factory, mount_factory, tmp_p
     wait_for_thumbnails(tmp_path, PHOTOS)
     changed = os.path.join(photos, "IMG_0007.jpg")
     thumbnail = thumbnail_dir(tmp_path) / cache_name(changed)
+    large = thumbnail_dir(tmp_path, "large") / cache_name(changed)
     before = png_text(thumbnail.read_bytes())
+    assert png_text(large.read_bytes(), "large")[b"Thumb::MTime"] == before[b"Thumb::MTime"]
     old_mtime = stat_paths([changed])[changed][2]
 
     fake.reset_stats()
@@ -181,11 +205,14 @@ def test_a_changed_photo_gets_a_new_thumbnail(fake_factory, mount_factory, tmp_p
                timeout=20, message="a new thumbnail of the changed photo")
     after = png_text(thumbnail.read_bytes())
     assert int(after[b"Thumb::MTime"]) == old_mtime + 3600 == stat_paths([changed])[changed][2]
+    wait_until(lambda: png_text(large.read_bytes(), "large")[b"Thumb::MTime"] == after[b"Thumb::MTime"],
+               timeout=20, message="a new large thumbnail of the changed photo")
     time.sleep(0.5)
     stats = fake.stats()
-    assert stats["routes"].get(ROUTE, 0) == 1 and stats["thumbnails"]["success"] == 1, stats
+    # One request a size, for that photo only.
+    assert stats["routes"].get(ROUTE, 0) == 2 and stats["thumbnails"]["success"] == 2, stats
     assert stats["routes"].get("files/download", 0) == 0
-    assert len(written(tmp_path)) == PHOTOS
+    assert len(written(tmp_path)) == len(written(tmp_path, "large")) == PHOTOS
 
 
 def test_a_stalled_dropbox_holds_a_file_managers_listing_briefly(fake_factory, mount_factory, tmp_path):

@@ -1,8 +1,9 @@
-// The thumbnail writer's only contact with the local file system: the one folder it writes in
-// (`$XDG_CACHE_HOME/thumbnails/normal`, created 0700 with any missing parent, as GLib does), whether
-// a cache file there is current for a file, and the atomic write of a new one (a private temporary
-// file in the same folder, mode 0600, renamed over the final name, so a file manager never reads
-// half a PNG). Nothing is written anywhere else. Called on the writer's disk queue only.
+// The thumbnail writer's only contact with the local file system: the folder of one size it writes
+// in (`$XDG_CACHE_HOME/thumbnails/normal` or `large`, one ThumbnailCache each, created 0700 with
+// any missing parent, as GLib does), whether a cache file there is current for a file, and the
+// atomic write of a new one (a private temporary file in the same folder, mode 0600, renamed over
+// the final name, so a file manager never reads half a PNG). Nothing is written anywhere else.
+// Called on the writer's disk queue only.
 
 import Synchronization
 

@@ -2,48 +2,91 @@
 // of photos reads every image whole to make its thumbnails; Dropbox already has them. When a file
 // manager lists a folder, the adapter tells the core, and this writer puts Dropbox's thumbnails of
 // the folder's images (files/get_thumbnail_batch, 25 a request) where file managers look first: the
-// freedesktop thumbnail cache, `$XDG_CACHE_HOME/thumbnails/normal/<md5 of the URI>.png`, carrying
-// the Thumb::URI and Thumb::MTime the standard asks for. A file manager that finds a current one
-// there shows it and reads nothing. It looks as soon as it has the listing, so the listing waits
-// for the folder's thumbnails (`listingWait`, 2 s at most; the adapter answers it from a task):
-// PCManFM, shown its first folder of 60 photos while the thumbnails were still on their way,
-// read every photo anyway.
+// freedesktop thumbnail cache, `$XDG_CACHE_HOME/thumbnails/{normal,large}/<md5 of the URI>.png`
+// (128 and 256 pixels: file managers use `large` for big icons, Thunar from 200 % zoom on),
+// carrying the Thumb::URI and Thumb::MTime the standard asks for. A file manager that finds a
+// current one there shows it and reads nothing. It looks as soon as it has the listing, so the
+// listing waits for the folder's thumbnails of the first size (`normal`, what the default views
+// use; `listingWait`, 2 s at most; the adapter answers it from a task): PCManFM, shown its first
+// folder of 60 photos while the thumbnails were still on their way, read every photo anyway. The
+// `large` ones are fetched alongside, never ahead of them: a view that needs only `normal` does
+// not wait for them, and a big-icon view finds them too (Thunar at 200 % looks for `large` as soon
+// as it has the listing: fetched only after the normal ones, those of the second screenful came
+// too late, and tumblerd downloaded the photos).
 //
 // Work is a queue of folders, the most recently shown first (a folder shown again moves to the
-// front), each worked through in batches by one worker task: one batch in flight at a time, so
-// thumbnails never compete with reads for more than one request slot, and after each batch the
-// worker turns to the folder shown last. Images whose cache file is already current are skipped;
+// front), worked through in batches of one size by one worker task per size (a lane): one batch
+// in flight per size, so thumbnails never compete with reads for more than two request slots, and
+// after each batch a lane turns to the folder shown last. A folder is checked on disk once, by the
+// first lane to reach it; the other lane waits for that (it never skips ahead to an older folder).
+// Images whose cache file is already current are skipped;
 // a file Dropbox cannot thumbnail is skipped silently (the file manager's own thumbnailer then does
 // what it always did). The bytes this daemon writes are capped (`capacity`); past the cap it writes
 // nothing more, and says so once.
 //
 // Locking: `state` (a Mutex) guards the queue (with each folder's completion signal, fired once
-// it leaves the queue), the worker's running flag and task, and the bytes written. It is never
-// held across an await, a request or disk I/O. Disk work (checking and writing cache files) runs
-// on `disk`, a serial queue outside Swift's cooperative pool.
+// its smallest thumbnails are written or it leaves the queue, and what of it is being checked or
+// fetched), the running lanes' tasks, and the bytes written. It is never held across an await, a
+// request or disk I/O. Disk work (checking and writing cache files) runs on `disk`, a serial
+// queue outside Swift's cooperative pool, shared by the lanes.
 
 import Dispatch
 import DropboxAPI
 import Log
 import Synchronization
 
+/// A size of the freedesktop thumbnail cache that dropboxfs writes: the folder's name, and the
+/// Dropbox thumbnail that fits it.
+public enum ThumbnailSize: String, Sendable, Equatable, Comparable, CaseIterable {
+    /// 128 pixels at most a side, `thumbnails/normal`.
+    case normal
+    /// 256 pixels at most a side, `thumbnails/large`.
+    case large
+
+    /// The Dropbox size asked for (strict mode: within the box, aspect kept).
+    var dropboxSize: ThumbnailArg.Size {
+        switch self {
+        case .normal: .w128h128
+        case .large: .w256h256
+        }
+    }
+
+    /// The longest side the standard allows in this folder.
+    public var pixels: Int {
+        switch self {
+        case .normal: 128
+        case .large: 256
+        }
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { a.pixels < b.pixels }
+}
+
 /// Where thumbnails go and how much of them one mount may write.
 public struct ThumbnailOptions: Sendable, Equatable {
     /// The mount point, absolute: a file's URI is `file://` + mount point + its path in the mount.
     public var mountpoint: String
-    /// The thumbnail cache, `$XDG_CACHE_HOME/thumbnails`; only its `normal` folder is written.
+    /// The thumbnail cache, `$XDG_CACHE_HOME/thumbnails`; only the folders of `sizes` are written.
     public var folder: String
-    /// The most bytes of thumbnails this mount writes.
+    /// The most bytes of thumbnails this mount writes, every size counted.
     public var capacity: UInt64
-    /// How long a file manager's listing waits for the folder's thumbnails (seconds): it looks for
-    /// them as soon as it has the listing, and reads the images whose thumbnail is not there yet.
+    /// How long a file manager's listing waits for the folder's thumbnails of the smallest size
+    /// (seconds): it looks for them as soon as it has the listing, and reads the images whose
+    /// thumbnail is not there yet.
     public var listingWait: Double
+    /// The sizes written, smallest first (never empty).
+    public var sizes: [ThumbnailSize]
 
-    public init(mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, listingWait: Double = 2) {
+    public init(
+        mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, listingWait: Double = 2,
+        sizes: [ThumbnailSize] = ThumbnailSize.allCases
+    ) {
         self.mountpoint = mountpoint
         self.folder = folder
         self.capacity = capacity
         self.listingWait = listingWait
+        let chosen = Set(sizes).sorted()
+        self.sizes = chosen.isEmpty ? [.normal] : chosen
     }
 }
 
@@ -58,30 +101,40 @@ struct ThumbnailSource: Sendable, Equatable {
 }
 
 final class ThumbnailWriter: Sendable {
-    /// One image whose thumbnail is to be fetched.
+    /// One thumbnail of one image to be fetched.
     struct Pending: Sendable, Equatable {
         var source: ThumbnailSource
+        var size: ThumbnailSize
         var uri: String
         var fileName: String
     }
 
-    /// A folder waiting for thumbnails; `pending` is nil until its images were checked on disk.
-    /// A job stays queued while its last batch is written, and `done` fires when it leaves the
-    /// queue (written, failed, dropped or stopped).
+    /// A folder waiting for thumbnails; `pending` is nil until its images were checked on disk,
+    /// then the thumbnails to fetch, smallest size first. A job stays queued while its last batch
+    /// is written; `done` fires once none of the smallest size is left to write (what a listing
+    /// waits for), or when it leaves the queue (written, failed, dropped or stopped).
     private struct Job {
         var folder: UInt32
         var id: UInt64
+        /// The folder's image files (from the tree, listing the folder when needed).
+        let sources: @Sendable (UInt32) async -> [ThumbnailSource]?
         var pending: [Pending]?
+        /// A lane is checking the folder's cache files.
+        var checking = false
+        /// The sizes whose batch of this folder is in flight.
+        var inFlight: Set<ThumbnailSize> = []
         let done = CompletionSignal()
+
+        /// Nothing left to fetch or write: the job may leave the queue.
+        var isFinished: Bool { pending?.isEmpty == true && !checking && inFlight.isEmpty }
     }
 
     private struct State {
         /// The most recently shown folder first.
         var queue: [Job] = []
         var nextID: UInt64 = 0
-        var running = false
-        /// The running worker, for `stop`.
-        var worker: Task<Void, Never>?
+        /// The running lanes, for `stop`.
+        var lanes: [ThumbnailSize: Task<Void, Never>] = [:]
         var written: UInt64 = 0
         /// The cap was reached, or writing failed: nothing more is fetched or written.
         var finished = false
@@ -94,20 +147,24 @@ final class ThumbnailWriter: Sendable {
 
     /// Folders waiting beyond this many are forgotten, the oldest first: the user moved on.
     static let queueLimit = 32
-    /// The thumbnail size written (the standard's `normal`, 128 pixels).
-    static let size = ThumbnailArg.Size.w128h128
 
     let options: ThumbnailOptions
     private let client: any DropboxClient
-    private let cache: ThumbnailCache
+    /// The cache folder of each size written.
+    private let caches: [ThumbnailSize: ThumbnailCache]
     private let state = Mutex(State())
     private let disk = DispatchQueue(label: "dropboxfs.thumbnails")
 
     init(options: ThumbnailOptions, client: any DropboxClient) {
         self.options = options
         self.client = client
-        self.cache = ThumbnailCache(folder: options.folder + "/normal")
+        var caches: [ThumbnailSize: ThumbnailCache] = [:]
+        for size in options.sizes { caches[size] = ThumbnailCache(folder: options.folder + "/" + size.rawValue) }
+        self.caches = caches
     }
+
+    /// The size a listing waits for: the smallest written.
+    private var waitedSize: ThumbnailSize { options.sizes[0] }
 
     /// False once the cap was reached or writing failed: listings need not be reported any more.
     var isActive: Bool { state.withLock { !$0.finished } }
@@ -115,12 +172,13 @@ final class ThumbnailWriter: Sendable {
     /// Bytes of thumbnails written so far.
     var bytesWritten: UInt64 { state.withLock { $0.written } }
 
-    /// Nothing queued and no worker running (tests wait for it).
-    var isIdle: Bool { state.withLock { !$0.running && $0.queue.isEmpty } }
+    /// Nothing queued and no lane running (tests wait for it).
+    var isIdle: Bool { state.withLock { $0.lanes.isEmpty && $0.queue.isEmpty } }
 
     /// A file manager showed `folder`: queue it first. `sources` gives the folder's image files
     /// (listing it when needed), nil when it is gone. Returns the signal fired once the folder's
-    /// thumbnails are written (or given up), nil when nothing is written any more.
+    /// thumbnails of the smallest size are written (or given up; the larger ones follow), nil when
+    /// nothing is written any more.
     @discardableResult
     func wanted(folder: UInt32, sources: @escaping @Sendable (UInt32) async -> [ThumbnailSource]?)
         -> CompletionSignal?
@@ -132,104 +190,142 @@ final class ThumbnailWriter: Sendable {
                 s.queue.insert(s.queue.remove(at: index), at: 0)
             } else {
                 s.nextID += 1
-                s.queue.insert(Job(folder: folder, id: s.nextID, pending: nil), at: 0)
+                s.queue.insert(Job(folder: folder, id: s.nextID, sources: sources, pending: nil), at: 0)
                 if s.queue.count > Self.queueLimit {
                     dropped = Array(s.queue[Self.queueLimit...])
                     s.queue.removeLast(s.queue.count - Self.queueLimit)
                 }
             }
-            if !s.running {
-                // Started under the lock, so `worker` is always the running one (its first step
-                // waits for the lock).
-                s.running = true
-                s.worker = Task { await self.work(sources: sources) }
-            }
+            startLanes(&s)
             return (s.queue[0].done, dropped)
         }
         for job in dropped { job.done.fire() }
         return done
     }
 
-    /// Stops the worker (at unmount); nothing is queued or written afterwards.
+    /// Stops the lanes (at unmount); nothing is queued or written afterwards.
     func stop() {
-        let (worker, dropped) = state.withLock { s -> (Task<Void, Never>?, [Job]) in
+        let (lanes, dropped) = state.withLock { s -> ([Task<Void, Never>], [Job]) in
             s.finished = true
             defer { s.queue = [] }
-            return (s.worker, s.queue)
+            return (Array(s.lanes.values), s.queue)
         }
-        worker?.cancel()
+        for lane in lanes { lane.cancel() }
         for job in dropped { job.done.fire() }
     }
 
-    private func work(sources: @Sendable (UInt32) async -> [ThumbnailSource]?) async {
-        while let step = nextStep() {
+    /// Starts the lanes that are not running, while there is work (under the lock, so `lanes`
+    /// always holds the running ones: a lane's first step waits for the lock).
+    private func startLanes(_ s: inout State) {
+        guard !s.finished, !s.queue.isEmpty else { return }
+        for size in options.sizes where s.lanes[size] == nil {
+            s.lanes[size] = Task { await self.work(size) }
+        }
+    }
+
+    /// One lane: the batches of one size, the folder shown last first.
+    private func work(_ size: ThumbnailSize) async {
+        while let step = nextStep(size) {
             switch step {
             case .check(let folder, let id):
-                let pending = await check(await sources(folder) ?? [])
+                let sources = state.withLock { s in s.queue.first(where: { $0.id == id })?.sources }
+                let pending = await check(await sources?(folder) ?? [])
                 state.withLock { s in
                     guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
                     s.queue[index].pending = pending
+                    s.queue[index].checking = false
+                    // The other lanes stopped at this folder: there may be work for them now.
+                    startLanes(&s)
                 }
                 finishIfDone(id)
             case .fetch(let batch, let id):
-                if await !fetch(batch) {
-                    state.withLock { s in
-                        if let index = s.queue.firstIndex(where: { $0.id == id }) { s.queue[index].pending = [] }
-                    }
+                let fetched = await fetch(batch)
+                state.withLock { s in
+                    guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
+                    s.queue[index].inFlight.remove(size)
+                    // A failed request leaves the rest of the folder, every size, to the file manager.
+                    if !fetched { s.queue[index].pending = [] }
                 }
                 finishIfDone(id)
             }
         }
     }
 
-    /// Takes job `id` out of the queue once nothing is left to fetch for it, and tells its waiters.
+    /// Tells job `id`'s waiters once nothing of the waited size is left to fetch or write for it,
+    /// and takes it out of the queue once nothing at all is.
     private func finishIfDone(_ id: UInt64) {
+        let waited = waitedSize
         let done = state.withLock { s -> CompletionSignal? in
-            guard let index = s.queue.firstIndex(where: { $0.id == id }), s.queue[index].pending?.isEmpty == true else {
+            guard let index = s.queue.firstIndex(where: { $0.id == id }), let pending = s.queue[index].pending else {
                 return nil
             }
-            return s.queue.remove(at: index).done
+            if s.queue[index].isFinished { return s.queue.remove(at: index).done }
+            let waiting = s.queue[index].inFlight.contains(waited) || pending.contains(where: { $0.size == waited })
+            return waiting ? nil : s.queue[index].done
         }
+        // Firing twice is harmless.
         done?.fire()
     }
 
-    /// The next thing to do for the folder at the front, or nil (the worker then ends).
-    private func nextStep() -> Step? {
+    /// The next thing lane `size` does: check the folder shown last that is not checked yet, or
+    /// fetch a batch of the first folder with thumbnails of this size left; nil when there is
+    /// none, or that folder is being checked by another lane (which starts this one again): the
+    /// lane then ends.
+    private func nextStep(_ size: ThumbnailSize) -> Step? {
         state.withLock { s -> Step? in
-            guard !s.finished, !Task.isCancelled, let job = s.queue.first else {
-                s.running = false
-                s.worker = nil
-                return nil
+            if !s.finished, !Task.isCancelled {
+                for index in s.queue.indices {
+                    guard let pending = s.queue[index].pending else {
+                        if s.queue[index].checking { break }
+                        s.queue[index].checking = true
+                        return .check(folder: s.queue[index].folder, job: s.queue[index].id)
+                    }
+                    let batch = Array(pending.lazy.filter { $0.size == size }.prefix(ThumbnailArg.batchLimit))
+                    guard !batch.isEmpty else { continue }
+                    var taken = 0
+                    s.queue[index].pending = pending.filter { item in
+                        guard item.size == size, taken < batch.count else { return true }
+                        taken += 1
+                        return false
+                    }
+                    s.queue[index].inFlight.insert(size)
+                    return .fetch(batch, job: s.queue[index].id)
+                }
             }
-            guard var pending = job.pending else { return .check(folder: job.folder, job: job.id) }
-            // Never empty here: a job whose last batch was written has left the queue.
-            let batch = Array(pending.prefix(ThumbnailArg.batchLimit))
-            pending.removeFirst(batch.count)
-            s.queue[0].pending = pending
-            return .fetch(batch, job: job.id)
+            s.lanes[size] = nil
+            return nil
         }
     }
 
-    /// The images whose cache file is missing or not current.
+    /// The thumbnails whose cache file is missing or not current: every one of the smallest size,
+    /// then every one of the next.
     private func check(_ sources: [ThumbnailSource]) async -> [Pending] {
         let mountpoint = options.mountpoint == "/" ? "" : options.mountpoint
-        let candidates = sources.map { source in
+        let images = sources.map { source in
             let uri = ThumbnailNames.fileURI(mountpoint + source.path)
-            return Pending(source: source, uri: uri, fileName: ThumbnailNames.cacheFileName(uri: uri))
+            return (source: source, uri: uri, fileName: ThumbnailNames.cacheFileName(uri: uri))
         }
-        guard !candidates.isEmpty else { return [] }
-        let cache = self.cache
+        guard !images.isEmpty else { return [] }
+        let candidates = options.sizes.flatMap { size in
+            images.map { Pending(source: $0.source, size: size, uri: $0.uri, fileName: $0.fileName) }
+        }
+        let caches = self.caches
         let pending = await onDisk {
-            candidates.filter { !cache.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime) }
+            candidates.filter { !caches[$0.size]!.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime) }
         }
-        Log.debug("thumbnails: \(pending.count) of the \(candidates.count) images in \(Self.folder(of: candidates[0])) to fetch")
+        let counts = options.sizes.map { size in "\(pending.count(where: { $0.size == size })) \(size.rawValue)" }
+        let folder = Self.folder(of: candidates[0])
+        Log.debug("thumbnails: \(counts.joined(separator: " and ")) of the \(images.count) images in \(folder) "
+            + "to fetch")
         return pending
     }
 
-    /// Fetches one batch and writes what came back; false when the request failed (the rest of
-    /// the folder is then left to the file manager).
+    /// Fetches one batch (of one size) and writes what came back; false when the request failed
+    /// (the rest of the folder is then left to the file manager).
     private func fetch(_ batch: [Pending]) async -> Bool {
-        let arguments = batch.map { ThumbnailArg(path: "rev:" + $0.source.rev, format: .png, size: Self.size) }
+        let arguments = batch.map {
+            ThumbnailArg(path: "rev:" + $0.source.rev, format: .png, size: $0.size.dropboxSize)
+        }
         let results: [Result<[UInt8], ThumbnailFailure>]
         do {
             results = try await client.getThumbnailBatch(arguments)
@@ -257,7 +353,7 @@ final class ThumbnailWriter: Sendable {
             }
         }
         guard !files.isEmpty else { return true }
-        let cache = self.cache
+        let cache = caches[batch[0].size]!
         let written = files
         await onDisk {
             for (item, bytes) in written {

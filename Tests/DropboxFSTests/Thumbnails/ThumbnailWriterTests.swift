@@ -1,8 +1,10 @@
 // The thumbnail writer driven through the core (Filesystem.thumbnailsWanted) against the in-memory
-// Dropbox, writing into a temporary thumbnail cache: one valid PNG per image named by the MD5 of
-// its URI, with the standard's text; batches of at most 25, one in flight, the folder shown last
-// first; files Dropbox cannot thumbnail skipped; current cache files left alone and stale ones
-// (a changed photo) written again; the cap; nothing at all for a folder without images.
+// Dropbox, writing into a temporary thumbnail cache: one valid PNG per image and size (`normal`
+// and `large`) named by the MD5 of its URI, with the standard's text; batches of at most 25 and of
+// one size, one in flight per size, the folder shown last first; the listing waits for the
+// `normal` ones only; files Dropbox cannot thumbnail skipped; current cache files
+// left alone and stale ones (a changed photo) written again; the cap, counting both sizes; one
+// size only when asked; nothing at all for a folder without images.
 
 import DropboxAPI
 import DropboxTestSupport
@@ -27,17 +29,19 @@ extension ThumbnailTests {
             /// `$XDG_CACHE_HOME/thumbnails`.
             let folder: String
             var normal: String { folder + "/normal" }
+            var large: String { folder + "/large" }
 
             init(
                 _ fake: InMemoryDropbox, capacity: UInt64 = 200 << 20, listingTTL: Double = .infinity,
-                listingWait: Double = 60
+                listingWait: Double = 60, sizes: [ThumbnailSize] = [.normal, .large]
             ) {
                 self.fake = fake
                 client = FaultInjectingClient(fake)
                 folder = FileManager.default.temporaryDirectory.path + "/thumbs-\(UUID().uuidString)/thumbnails"
                 var options = CoreTests.options(folderListingTTL: listingTTL)
                 options.thumbnails = ThumbnailOptions(
-                    mountpoint: WriterTests.mountpoint, folder: folder, capacity: capacity, listingWait: listingWait)
+                    mountpoint: WriterTests.mountpoint, folder: folder, capacity: capacity, listingWait: listingWait,
+                    sizes: sizes)
                 fs = Filesystem(client: client, options: options)
             }
 
@@ -52,13 +56,16 @@ extension ThumbnailTests {
             }
 
             /// The cache file of a file in the mount, or nil.
-            func cacheFile(_ path: String) -> [UInt8]? {
+            func cacheFile(_ path: String, _ size: ThumbnailSize = .normal) -> [UInt8]? {
                 let name = ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(WriterTests.mountpoint + path))
-                return FileManager.default.contents(atPath: normal + "/" + name).map { Array($0) }
+                return FileManager.default.contents(atPath: folder + "/" + size.rawValue + "/" + name).map { Array($0) }
             }
 
-            var cacheFiles: [String] {
-                ((try? FileManager.default.contentsOfDirectory(atPath: normal)) ?? []).sorted()
+            /// The files in the `normal` folder.
+            var cacheFiles: [String] { files(.normal) }
+
+            func files(_ size: ThumbnailSize) -> [String] {
+                ((try? FileManager.default.contentsOfDirectory(atPath: folder + "/" + size.rawValue)) ?? []).sorted()
             }
 
             func remove() {
@@ -92,30 +99,44 @@ extension ThumbnailTests {
             try await setup.show("/Camera Uploads")
             try await setup.settle()
 
-            #expect(fake.thumbnailBatches.map(\.count) == [25, 25, 10])
-            #expect(fake.thumbnailBatches.joined().allSatisfy { $0.path.hasPrefix("rev:") && $0.size == .w128h128 && $0.format == .png })
+            // One size a batch; each size in name order.
+            let batches = fake.thumbnailBatches
+            #expect(batches.allSatisfy { Set($0.map(\.size)).count == 1 })
+            let normal = batches.filter { $0[0].size == .w128h128 }
+            let large = batches.filter { $0[0].size == .w256h256 }
+            #expect(normal.map(\.count) == [25, 25, 10] && large.map(\.count) == [25, 25, 10])
+            #expect(batches.joined().allSatisfy { $0.path.hasPrefix("rev:") && $0.format == .png && $0.mode == .strict })
+            #expect(normal.joined().map(\.path) == large.joined().map(\.path), "the same images")
             #expect(fake.callCount(.download) == 0)
             #expect(setup.cacheFiles.count == 60)
+            #expect(setup.files(.large) == setup.cacheFiles, "the same names in large/")
             #expect(Self.mode(setup.normal) == 0o700)
+            #expect(Self.mode(setup.large) == 0o700)
             #expect(Self.mode(setup.folder) == 0o700)
             for i in [1, 26, 60] {
-                let path = String(format: "/Camera Uploads/IMG_%04d.jpg", i)
-                let png = try #require(setup.cacheFile(path), "\(path)")
-                let chunks = try #require(PNGTextTests.independentChunks(png))
-                #expect(chunks.first?.0 == "IHDR" && chunks.last?.0 == "IEND")
-                let text = try #require(PNGText.text(of: png))
-                #expect(text["Thumb::URI"] == "file:///home/u/Drop%20box/Camera%20Uploads/" + String(format: "IMG_%04d.jpg", i))
-                #expect(text["Thumb::MTime"] == String(1_700_000_000 + i))
-                #expect(text["Thumb::Size"] == String(3000 + i))
-                let attributes = try await CoreTests.resolve(setup.fs, path)
-                #expect(text["Thumb::MTime"] == String(attributes.mtime), "Thumb::MTime is what stat shows")
+                for size in ThumbnailSize.allCases {
+                    let path = String(format: "/Camera Uploads/IMG_%04d.jpg", i)
+                    let png = try #require(setup.cacheFile(path, size), "\(path) \(size)")
+                    let chunks = try #require(PNGTextTests.independentChunks(png))
+                    #expect(chunks.first?.0 == "IHDR" && chunks.last?.0 == "IEND")
+                    let text = try #require(PNGText.text(of: png))
+                    let uri = "file:///home/u/Drop%20box/Camera%20Uploads/" + String(format: "IMG_%04d.jpg", i)
+                    #expect(text["Thumb::URI"] == uri)
+                    #expect(text["Thumb::MTime"] == String(1_700_000_000 + i))
+                    #expect(text["Thumb::Size"] == String(3000 + i))
+                    let attributes = try await CoreTests.resolve(setup.fs, path)
+                    #expect(text["Thumb::MTime"] == String(attributes.mtime), "Thumb::MTime is what stat shows")
+                }
             }
-            for file in setup.cacheFiles {
-                #expect(Self.mode(setup.normal + "/" + file) == 0o600)
-                #expect(file.hasSuffix(".png") && !file.hasPrefix("."), "no temporary file left: \(file)")
-            }
-            for other in ["PANO_0001.jpg", "notes.txt", "empty.png", "link.jpg", "Edited.jpg"] {
-                #expect(setup.cacheFile("/Camera Uploads/" + other) == nil, "\(other)")
+            for size in ThumbnailSize.allCases {
+                let folder = setup.folder + "/" + size.rawValue
+                for file in setup.files(size) {
+                    #expect(Self.mode(folder + "/" + file) == 0o600)
+                    #expect(file.hasSuffix(".png") && !file.hasPrefix("."), "no temporary file left: \(file)")
+                }
+                for other in ["PANO_0001.jpg", "notes.txt", "empty.png", "link.jpg", "Edited.jpg"] {
+                    #expect(setup.cacheFile("/Camera Uploads/" + other, size) == nil, "\(other)")
+                }
             }
         }
 
@@ -127,8 +148,10 @@ extension ThumbnailTests {
             defer { setup.remove() }
             try await setup.show("/p")
             try await setup.settle()
-            #expect(fake.callCount(.getThumbnailBatch) == 1)
+            #expect(fake.thumbnailBatches.map(\.count) == [3, 3])
+            #expect(Set(fake.thumbnailBatches.map(\.[0].size)) == [.w128h128, .w256h256])
             let before = try #require(setup.cacheFile("/p/IMG_0002.jpg"))
+            let beforeLarge = try #require(setup.cacheFile("/p/IMG_0002.jpg", .large))
             var kept = stat()
             let keptName = setup.normal + "/" + ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(Self.mountpoint + "/p/IMG_0001.jpg"))
             #expect(stat(keptName, &kept) == 0)
@@ -136,18 +159,22 @@ extension ThumbnailTests {
             // Shown again, unchanged: nothing is asked of Dropbox and no file is written.
             try await setup.show("/p")
             try await setup.settle()
-            #expect(fake.callCount(.getThumbnailBatch) == 1)
+            #expect(fake.callCount(.getThumbnailBatch) == 2)
 
             // A new revision with a new mtime: only that photo is fetched again.
             fake.modifyFile("/p/IMG_0002.jpg", contents: [9, 9, 9], clientModified: DropboxTimestamp(secondsSinceEpoch: 1_800_000_000))
             try await setup.show("/p")
             try await setup.settle()
             #expect(try await CoreTests.resolve(setup.fs, "/p/IMG_0002.jpg").mtime == 1_800_000_000)
-            #expect(fake.thumbnailBatches.map(\.count) == [3, 1])
+            #expect(fake.thumbnailBatches.map(\.count) == [3, 3, 1, 1])
+            #expect(Set(fake.thumbnailBatches[2...].map(\.[0].size)) == [.w128h128, .w256h256])
             let after = try #require(setup.cacheFile("/p/IMG_0002.jpg"))
             #expect(after != before)
             let afterText = try #require(PNGText.text(of: after))
             #expect(afterText["Thumb::MTime"] == "1800000000")
+            let afterLarge = try #require(setup.cacheFile("/p/IMG_0002.jpg", .large))
+            #expect(afterLarge != beforeLarge)
+            #expect(PNGText.text(of: afterLarge)?["Thumb::MTime"] == "1800000000")
             var still = stat()
             #expect(stat(keptName, &still) == 0)
             #expect(still.st_ino == kept.st_ino, "an unchanged photo's thumbnail is not written again")
@@ -167,7 +194,7 @@ extension ThumbnailTests {
             FileManager.default.createFile(atPath: setup.normal + "/" + damaged, contents: Data(stale.prefix(40)))
             try await setup.show("/p")
             try await setup.settle()
-            #expect(fake.thumbnailBatches.map(\.count) == [2])
+            #expect(fake.thumbnailBatches.map(\.count) == [2, 2])
             let first = try #require(setup.cacheFile("/p/IMG_0001.jpg"))
             #expect(PNGText.text(of: first)?["Thumb::MTime"] == "1700000001")
             let second = try #require(setup.cacheFile("/p/IMG_0002.jpg"))
@@ -184,10 +211,12 @@ extension ThumbnailTests {
             let b = try await CoreTests.inode(setup.fs, "/b")
             setup.client.hold(.getThumbnailBatch)
             let showA = Task { await setup.fs.thumbnailsWanted(folder: a) }
-            try await CoreTests.waitUntil("the first batch of /a is in flight") { setup.client.heldCalls(.getThumbnailBatch) == 1 }
+            try await CoreTests.waitUntil("the first batches of /a, one of each size, are in flight") {
+                setup.client.heldCalls(.getThumbnailBatch) == 2
+            }
             let showB = Task { await setup.fs.thumbnailsWanted(folder: b) }
             try await Task.sleep(for: .milliseconds(50))
-            #expect(setup.client.heldCalls(.getThumbnailBatch) == 1, "one batch in flight at a time")
+            #expect(setup.client.heldCalls(.getThumbnailBatch) == 2, "one batch in flight per size")
             setup.client.release(.getThumbnailBatch)
             await showA.value
             await showB.value
@@ -199,13 +228,18 @@ extension ThumbnailTests {
                 })
             }
             let (inA, inB) = (revs("/a"), revs("/b"))
-            let order = fake.thumbnailBatches.map { batch -> String in
-                let paths = Set(batch.map(\.path))
-                return paths.isSubset(of: inA) ? "a" : paths.isSubset(of: inB) ? "b" : "mixed"
+            func order(_ size: ThumbnailArg.Size) -> [String] {
+                fake.thumbnailBatches.filter { $0.allSatisfy { $0.size == size } }.map { batch in
+                    let paths = Set(batch.map(\.path))
+                    return (paths.isSubset(of: inA) ? "a" : paths.isSubset(of: inB) ? "b" : "mixed") + "\(batch.count)"
+                }
             }
-            #expect(order == ["a", "b", "a", "a"])
-            #expect(fake.thumbnailBatches.map(\.count) == [25, 5, 25, 10])
+            // In each size, /b, shown while /a's first batches were in flight, goes before the rest of /a.
+            #expect(order(.w128h128) == ["a25", "b5", "a25", "a10"])
+            #expect(order(.w256h256) == ["a25", "b5", "a25", "a10"])
+            #expect(fake.thumbnailBatches.count == 8)
             #expect(setup.cacheFiles.count == 65)
+            #expect(setup.files(.large).count == 65)
         }
 
         @Test func theCapStopsWriting() async throws {
@@ -213,7 +247,8 @@ extension ThumbnailTests {
             Self.photos(fake, 30, in: "/p")
             Self.photos(fake, 2, in: "/q")
             // The in-memory PNGs plus their text are a few hundred bytes each: room for about ten.
-            let setup = Setup(fake, capacity: 3000)
+            // (One size, so one batch is in flight; both sizes: theCapCountsBothSizes.)
+            let setup = Setup(fake, capacity: 3000, sizes: [.normal])
             defer { setup.remove() }
             LogCapture.start()
             try await setup.show("/p")
@@ -254,13 +289,17 @@ extension ThumbnailTests {
             setup.client.failNext(.getThumbnailBatch, with: .serverError(status: 503))
             try await setup.show("/p")
             try await setup.settle()
-            // The first batch failed as a whole: the rest of the folder is not asked for.
-            #expect(setup.client.callCount(.getThumbnailBatch) == 1)
-            #expect(setup.cacheFiles.isEmpty)
+            // The first batch (of either size) failed as a whole: the rest of the folder, every size,
+            // is not asked for; the other size's first batch may have been in flight already.
+            #expect(setup.client.callCount(.getThumbnailBatch) <= 2)
+            #expect(setup.cacheFiles.count + setup.files(.large).count <= 25)
             // The next folder is tried as usual.
             #expect(setup.fs.wantsThumbnails)
+            let before = (setup.cacheFiles.count, setup.files(.large).count)
             try await setup.show("/q")
-            #expect(setup.cacheFiles.count == 3)
+            #expect(setup.cacheFiles.count == before.0 + 3)
+            try await setup.settle()
+            #expect(setup.files(.large).count == before.1 + 3)
         }
 
         @Test func theListingIsAnsweredOnceTheThumbnailsAreWritten() async throws {
@@ -270,6 +309,84 @@ extension ThumbnailTests {
             defer { setup.remove() }
             try await setup.show("/p")
             #expect(setup.cacheFiles.count == 30, "every file is there when the listing is answered")
+            try await setup.settle()
+            #expect(setup.files(.large).count == 30)
+        }
+
+        @Test func theListingWaitsForTheNormalOnesOnly() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 30, in: "/p")
+            let setup = Setup(fake)
+            defer { setup.remove() }
+            // The normal batches go through; the large ones stall.
+            setup.client.holdThumbnailBatches { $0.contains { $0.size == .w256h256 } }
+            let start = ContinuousClock.now
+            try await setup.show("/p")
+            #expect(ContinuousClock.now - start < .seconds(30), "the listing did not wait for the large ones")
+            #expect(setup.cacheFiles.count == 30)
+            try await CoreTests.waitUntil("the large batch is in flight") {
+                setup.client.heldCalls(.getThumbnailBatch) == 1
+            }
+            #expect(setup.files(.large).isEmpty)
+            // Shown again meanwhile: the normal ones are current, so it is answered at once too.
+            try await setup.show("/p")
+            setup.client.release(.getThumbnailBatch)
+            try await setup.settle()
+            #expect(setup.files(.large).count == 30)
+            #expect(fake.thumbnailBatches.map(\.count).sorted() == [5, 5, 25, 25])
+        }
+
+        @Test func theCapCountsBothSizes() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 10, in: "/p")
+            // What both sizes take, without a cap.
+            let probe = Setup(fake)
+            try await probe.show("/p")
+            try await probe.settle()
+            func bytes(_ size: ThumbnailSize) throws -> Int {
+                try probe.files(size).reduce(0) { total, name in
+                    let path = probe.folder + "/" + size.rawValue + "/" + name
+                    return total + (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0)
+                }
+            }
+            let (normalBytes, largeBytes) = (try bytes(.normal), try bytes(.large))
+            probe.remove()
+            #expect(probe.fs.thumbnails?.bytesWritten == UInt64(normalBytes + largeBytes))
+
+            // Room for about three quarters of them.
+            let setup = Setup(fake, capacity: UInt64(normalBytes + largeBytes / 2))
+            defer { setup.remove() }
+            try await setup.show("/p")
+            try await setup.settle()
+            // The two sizes are fetched side by side: which of them the cap cut short may vary.
+            let count = setup.cacheFiles.count + setup.files(.large).count
+            #expect(count > 10 && count < 20, "\(count)")
+            #expect(setup.fs.thumbnails!.bytesWritten <= UInt64(normalBytes + largeBytes / 2))
+            #expect(!setup.fs.wantsThumbnails)
+        }
+
+        @Test func oneSizeOnlyWhenAsked() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 3, in: "/p")
+            let normalOnly = Setup(fake, sizes: [.normal])
+            defer { normalOnly.remove() }
+            try await normalOnly.show("/p")
+            try await normalOnly.settle()
+            #expect(fake.thumbnailBatches.map { $0.map(\.size) } == [[.w128h128, .w128h128, .w128h128]])
+            #expect(normalOnly.cacheFiles.count == 3)
+            #expect(!FileManager.default.fileExists(atPath: normalOnly.large))
+
+            fake.resetCalls()
+            // Large only: the listing then waits for the large ones.
+            let largeOnly = Setup(fake, sizes: [.large])
+            defer { largeOnly.remove() }
+            try await largeOnly.show("/p")
+            #expect(largeOnly.files(.large).count == 3)
+            try await largeOnly.settle()
+            #expect(fake.thumbnailBatches.map { $0.map(\.size) } == [[.w256h256, .w256h256, .w256h256]])
+            #expect(!FileManager.default.fileExists(atPath: largeOnly.normal))
+            let options = ThumbnailOptions(mountpoint: "/m", folder: "/t", sizes: [.large, .normal, .large])
+            #expect(options.sizes == [.normal, .large], "smallest first, once each")
         }
 
         @Test func aStalledDropboxHoldsTheListingBriefly() async throws {
@@ -283,10 +400,11 @@ extension ThumbnailTests {
             try await setup.show("/q")
             let waited = ContinuousClock.now - start
             #expect(waited >= .milliseconds(250) && waited < .seconds(30), "\(waited)")
-            #expect(setup.client.heldCalls(.getThumbnailBatch) <= 1)
+            #expect(setup.client.heldCalls(.getThumbnailBatch) <= 2)
             setup.client.release(.getThumbnailBatch)
             try await setup.settle()
             #expect(setup.cacheFiles.count == 3)
+            #expect(setup.files(.large).count == 3)
         }
 
         @Test func unmountingEndsTheWait() async throws {
@@ -296,10 +414,12 @@ extension ThumbnailTests {
             defer { setup.remove() }
             setup.client.hold(.getThumbnailBatch)
             let listing = Task { try await setup.show("/p") }
-            try await CoreTests.waitUntil("the batch is in flight") { setup.client.heldCalls(.getThumbnailBatch) == 1 }
+            try await CoreTests.waitUntil("the batches are in flight") { setup.client.heldCalls(.getThumbnailBatch) == 2 }
             setup.fs.stop()
             try await listing.value
-            try await CoreTests.waitUntil("the held request was cancelled") { setup.client.cancelledCalls(.getThumbnailBatch) == 1 }
+            try await CoreTests.waitUntil("the held requests were cancelled") {
+                setup.client.cancelledCalls(.getThumbnailBatch) == 2
+            }
             #expect(setup.cacheFiles.isEmpty)
             #expect(!setup.fs.wantsThumbnails)
         }
