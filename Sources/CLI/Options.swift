@@ -156,7 +156,7 @@ enum Options {
                     + "$XDG_CACHE_HOME/thumbnails/normal and large, so it shows them without downloading every image)",
                 mountOption: true),
             OptionSpec(
-                name: "thumbnail-sizes", value: "LIST",
+                name: "thumbnail-sizes", value: "SIZES",
                 help: "the thumbnail sizes written: normal (128 pixels, most views), large (256 pixels, big icons, "
                     + "e.g. Thunar from 200 % zoom) or both, separated by ',' or ':' (default normal,large)",
                 mountOption: true),

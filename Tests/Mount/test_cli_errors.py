@@ -243,7 +243,7 @@ def test_every_documented_option_is_accepted(binary, fake, tmp_path):
     samples = {"SECONDS": "5", "N": "4", "LEVEL": "info", "OPTIONS": "allow_other", "URL": fake.url,
                "FILE": str(tmp_path / "file"), "DIR": str(tmp_path / "dir"), "SIZE": "1048576",
                "BYTES": "1048576", "MIB": "64", "KEY": "fakeappkey", "SPEC": "rpc=60,stall=20",
-               "DURATION": "30s", "NAME": "work"}
+               "DURATION": "30s", "NAME": "work", "SIZES": "normal,large"}
     values = {}
     for option, placeholder in re.findall(r"(?<![\w-])(--[a-z][a-z-]+|-[a-z]) ([A-Z]+)\b", out):
         assert placeholder in samples, f"no sample value for {option} {placeholder}"
