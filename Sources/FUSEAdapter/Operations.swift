@@ -72,14 +72,14 @@ enum Operations {
                 let served = try core.readDirectoryCached(
                     inode, from: offset, countingLookups: plus, isFileManager: isFileManager
                 ) { entry, next in piece.add(entry, nextOffset: next) }
-                return served ? .bytes(piece.bytes) : nil
+                return served ? .bytes(piece.take()) : nil
             },
             later: { () throws(FilesystemError) -> Reply in
                 var piece = DirectoryBuffer(size: size, plus: plus, timeouts: timeouts)
                 try await core.readDirectory(inode, from: offset, countingLookups: plus, isFileManager: isFileManager) {
                     entry, next in piece.add(entry, nextOffset: next)
                 }
-                return .bytes(piece.bytes)
+                return .bytes(piece.take())
             })
     }
 

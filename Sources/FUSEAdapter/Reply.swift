@@ -191,8 +191,15 @@ struct DirectoryBuffer {
         self.buffer = [UInt8](repeating: 0, count: size)
     }
 
-    /// The entries packed so far.
+    /// The entries packed so far (a copy).
     var bytes: [UInt8] { Array(buffer[0..<used]) }
+
+    /// The entries packed so far, handing the buffer over instead of copying it: the reply of
+    /// every folder piece goes through here.
+    mutating func take() -> [UInt8] {
+        buffer.removeSubrange(used...)
+        return buffer
+    }
 
     /// Packs `entry`, which the kernel resumes after at `nextOffset`; false when it does not fit.
     mutating func add(_ entry: DirectoryEntry, nextOffset: UInt64) -> Bool {
