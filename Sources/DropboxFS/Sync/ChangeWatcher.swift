@@ -169,8 +169,7 @@ extension SyncEngine {
     /// Backoff between failed watcher rounds and fill attempts: the pacer's curve (Backoff.swift),
     /// doubling from 1 s up to 60 s, jittered in the upper half.
     static func retryDelay(failures: Int) -> Double {
-        let delay = Backoff.delay(afterFailure: failures, random: .random(in: 0..<1), base: .seconds(1), cap: .seconds(60))
-        return Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        Backoff.delay(afterFailure: failures, random: .random(in: 0..<1), base: .seconds(1), cap: .seconds(60)) / .seconds(1)
     }
 
     /// The backoff, at most `offlineRetry` while Dropbox cannot be reached, so a mount notices
