@@ -132,7 +132,10 @@ final class DiskCache: Sendable {
             s.nextTemporary += 1
             return (victims, s.nextTemporary)
         }
-        guard let plan else { return nil }
+        guard let plan else {
+            Log.debug("disk cache: no room for \(size) bytes beside the downloads being written; not cached")
+            return nil
+        }
         for victim in plan.victims { CacheFolder.remove(path(of: victim)) }
         let temporary = directory + "/" + Self.temporaryPrefix + "\(CacheFolder.processID)-\(plan.number)"
         switch CacheFolder.create(temporary) {
