@@ -102,4 +102,49 @@ private let M = 1 << 20
         #expect(LogCapture.lines(containing: "quiet-cancelled-download").isEmpty)
         fixture.faults.release(.download)
     }
+
+    /// The check of a disk cache entry written by an earlier mount reads the whole entry; a read
+    /// waiting for it stops at once when interrupted, the check stops at its next piece since
+    /// nobody waits for it, and the entry is neither discarded nor taken as checked: the next read
+    /// checks it again and serves it with no download.
+    @Test func anInterruptedReadStopsWaitingForTheCheckOfADiskEntry() async throws {
+        let folder = try TemporaryFolder()
+        let fake = InMemoryDropbox()
+        fake.addFile("/checked.bin", size: UInt64(20 * M), seed: 12)
+        let source = try #require(fake.contents(of: "/checked.bin"))
+        let options = ReaderOptions(diskCache: DiskCacheOptions(directory: folder.path, capacity: UInt64(64 * M)))
+        let earlier = ReaderFixture(options: options, fake: fake)
+        #expect(try await earlier.readAll("/checked.bin") == source)
+        earlier.fs.finishDiskCacheWrites()
+
+        let fixture = ReaderFixture(options: options, fake: fake)
+        // The check stops between its pieces (of `partSize`, 8 MiB: three here) while `hold` is
+        // set, whether or not it was cancelled meanwhile.
+        let hold = CoreTests.Locked(true)
+        let pauses = CoreTests.Locked(0)
+        fixture.fs.reader.diskCheckPause.withLock {
+            $0 = {
+                pauses.value += 1
+                while hold.value { try? await Task.sleep(for: .milliseconds(5)) }
+            }
+        }
+        let opened = try await fixture.open("/checked.bin")
+        let read = Task { try await fixture.fs.read(handle: opened.handle, offset: 0, size: 128 << 10) }
+        try await CoreTests.waitUntil("the check to reach its first pause") { pauses.value == 1 }
+        read.cancel()
+        let outcome = try await CoreTests.InterruptTests.outcome(of: read)
+        #expect(throws: FilesystemError.interrupted) { try outcome.get() }
+        #expect(pauses.value == 1 && hold.value, "the read returned while the check was still held")
+
+        hold.value = false
+        try await CoreTests.waitUntil("the check nobody waits for to stop") {
+            fixture.fs.reader.state.withLock { $0.contents.values.allSatisfy { $0.diskCheck == nil } }
+        }
+        #expect(pauses.value == 1, "the cancelled check went on to its next piece")
+        let bytes = try await fixture.fs.read(handle: opened.handle, offset: 0, size: 128 << 10)
+        #expect(bytes == Array(source[0..<(128 << 10)]))
+        #expect(pauses.value == 4, "the next read checked all three pieces again")
+        #expect(fixture.recorder.ranges.isEmpty, "the entry was served from the disk, not downloaded")
+        fixture.fs.releaseFile(handle: opened.handle)
+    }
 }

@@ -26,20 +26,33 @@ final class ContentVerifier: Sendable {
         hasher.withLock { $0.finalize() }
     }
 
+    /// What a check of a disk cache entry found.
+    enum CheckOutcome: Sendable {
+        case matches, differs
+        case unreadable(CacheIOError)
+        /// The checking task was cancelled (nobody waits for the check any more).
+        case cancelled
+    }
+
     /// Whether `file`'s first `size` bytes have `expected` as content_hash, read in pieces of
-    /// `chunk` bytes; yields between pieces so a large check does not hold a cooperative thread.
-    static func check(_ file: CacheFile, size: UInt64, expected: ContentHash, chunk: UInt64) async -> Result<Bool, CacheIOError> {
+    /// `chunk` bytes. `pause` runs between pieces (by default it yields, so a large check does
+    /// not hold a cooperative thread); a cancelled task stops at the next piece.
+    static func check(
+        _ file: CacheFile, size: UInt64, expected: ContentHash, chunk: UInt64,
+        pause: @Sendable () async -> Void = { await Task.yield() }
+    ) async -> CheckOutcome {
         let hasher = ContentHasher()
         var offset: UInt64 = 0
         while offset < size {
+            if Task.isCancelled { return .cancelled }
             let end = min(size, offset + chunk)
             switch file.read(offset..<end) {
             case .success(let bytes): hasher.update(bytes)
-            case .failure(let error): return .failure(error)
+            case .failure(let error): return .unreadable(error)
             }
             offset = end
-            await Task.yield()
+            await pause()
         }
-        return .success(hasher.finalize() == expected)
+        return hasher.finalize() == expected ? .matches : .differs
     }
 }

@@ -26,6 +26,9 @@ final class FileReader: Sendable {
     let diskCache: DiskCache?
     let state = Mutex(ReaderState())
     let diskQueue = DispatchQueue(label: "dropboxfs.disk-cache")
+    /// Runs between two pieces of a disk entry's check: a yield, which tests replace to hold a
+    /// check in progress.
+    let diskCheckPause = Mutex<@Sendable () async -> Void>({ await Task.yield() })
 
     init(client: any DropboxClient, options: ReaderOptions) {
         self.client = client
@@ -149,7 +152,7 @@ final class FileReader: Sendable {
             }) {
             case .empty: return []
             case .fromDisk(let file, let range): return try Self.bytes(of: [.disk(file, range)])
-            case .checkDisk: await checkDiskEntry(handle)
+            case .checkDisk: try await checkDiskEntry(handle)
             case .fetch(let plan): return try await finish(plan)
             }
         }
@@ -427,45 +430,72 @@ final class FileReader: Sendable {
     }
 
     /// Checks a disk cache entry this process did not write against its content_hash before its
-    /// first use; a damaged entry is deleted and the content downloaded again.
-    private func checkDiskEntry(_ handle: UInt64) async {
-        let claim = withState { s -> (key: ContentKey, file: CacheFile, size: UInt64, expected: ContentHash, label: String)? in
-            guard let key = s.handles[handle]?.file.key, let content = s.contents[key], !content.hashing,
+    /// first use; a damaged entry is deleted and the content downloaded again. The check runs once
+    /// for all the reads that need it (SharedWork): an interrupted read stops waiting at once, and
+    /// the check stops when no read waits for it any more (the entry stays unchecked, and the next
+    /// read checks it again).
+    private func checkDiskEntry(_ handle: UInt64) async throws(FilesystemError) {
+        let work = withState { s -> SharedWork<Void>? in
+            guard let key = s.handles[handle]?.file.key, let content = s.contents[key],
                 case .complete(let file, checked: false) = content.disk, let expected = content.expectedHash
             else { return nil }
-            s.contents[key]?.hashing = true
-            return (key, file, content.size, expected, content.label)
+            if let running = content.diskCheck, !running.isAbandoned { return running }
+            let check = DiskCheck(key: key, file: file, size: content.size, expected: expected, label: content.label)
+            let work = SharedWork<Void> { work in await self.runDiskCheck(check, as: work) }
+            s.contents[key]?.diskCheck = work
+            return work
         }
-        guard let claim else {
-            if let key = state.withLock({ $0.handles[handle]?.file.key }) { await waitForHashing(key) }
-            return
-        }
-        let name = claim.expected.hex
+        // nil: checked meanwhile, or the content is gone; the read looks again.
+        guard let work else { return }
+        _ = try await work.value()
+    }
+
+    private struct DiskCheck: Sendable {
+        let key: ContentKey
+        let file: CacheFile
+        let size: UInt64
+        let expected: ContentHash
+        let label: String
+    }
+
+    /// The check itself, in its own task; its outcome is recorded only while the content still
+    /// counts on this check (`diskCheck === work`).
+    private func runDiskCheck(_ check: DiskCheck, as work: SharedWork<Void>) async -> Result<Void, FilesystemError> {
+        let name = check.expected.hex
+        let pause = diskCheckPause.withLock { $0 }
         let sound: Bool
-        switch await ContentVerifier.check(claim.file, size: claim.size, expected: claim.expected, chunk: options.partSize) {
-        case .success(true):
+        switch await ContentVerifier.check(check.file, size: check.size, expected: check.expected, chunk: options.partSize, pause: pause) {
+        case .matches:
             sound = true
             diskCache?.markChecked(key: name)
-        case .success(false):
+        case .differs:
             sound = false
-            Log.warning("disk cache: the entry of \(claim.label) does not match its content_hash; downloading it again")
+            Log.warning("disk cache: the entry of \(check.label) does not match its content_hash; downloading it again")
             diskCache?.discard(key: name)
-        case .failure(let error):
+        case .unreadable(let error):
             sound = false
-            Log.warning("disk cache: \(error); downloading \(claim.label) again")
+            Log.warning("disk cache: \(error); downloading \(check.label) again")
             diskCache?.discard(key: name)
-        }
-        let waiters = withState { s -> [CheckedContinuation<Void, Never>] in
-            guard s.contents[claim.key] != nil else { return [] }
-            s.contents[claim.key]?.disk = sound ? .complete(claim.file, checked: true) : .none
-            if sound {
-                s.contents[claim.key]?.verification = .verified
-            } else {
-                s.contents[claim.key]?.diskTried = false  // the download may write a new entry
+        case .cancelled:
+            withState { s in
+                guard s.contents[check.key]?.diskCheck === work else { return }
+                s.contents[check.key]?.diskCheck = nil
+                s.dropIfIdle(check.key)
             }
-            return s.releaseHashing(claim.key)
+            return .failure(.interrupted)
         }
-        for waiter in waiters { waiter.resume() }
+        withState { s in
+            guard s.contents[check.key]?.diskCheck === work else { return }
+            s.contents[check.key]?.diskCheck = nil
+            s.contents[check.key]?.disk = sound ? .complete(check.file, checked: true) : .none
+            if sound {
+                s.contents[check.key]?.verification = .verified
+            } else {
+                s.contents[check.key]?.diskTried = false  // the download may write a new entry
+            }
+            s.dropIfIdle(check.key)
+        }
+        return .success(())
     }
 }
 

@@ -85,9 +85,12 @@ struct ContentState {
     var attempt = 0
     /// Bytes from the start already fed to the verifier.
     var hashedUpTo: UInt64 = 0
-    /// A task is feeding the verifier (or checking the disk entry); others wait in `waiters`.
+    /// A task is feeding the verifier; others wait in `waiters`.
     var hashing = false
     var waiters: [CheckedContinuation<Void, Never>] = []
+    /// The check of a disk cache entry this process did not write (FileReader.checkDiskEntry):
+    /// reads join it, and it is cancelled when every read waiting for it was interrupted.
+    var diskCheck: SharedWork<Void>?
 
     init(file: PinnedFile, unitSize: UInt64, disk: DiskState) {
         size = file.size
