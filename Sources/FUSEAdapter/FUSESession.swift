@@ -107,6 +107,11 @@ public final class FUSESession: Sendable {
         if result != 0 && result != -EINTR && result != SIGINT && result != SIGTERM && result != SIGHUP {
             Log.debug("fuse loop ended with \(result)")
         }
+        // The loop ends with 0 when the kernel says ENODEV: after an unmount (the mount is gone by
+        // then) or when the connection was aborted through fusectl (the mount is still there).
+        if result == 0, let device, MountTable.entries().contains(where: { $0.device == device }) {
+            Log.info("the kernel connection of \(mountpoint) was aborted (/sys/fs/fuse/connections); stopping")
+        }
         destroy = tearDown(session, device: device)
         lock.withLock { $0 = nil }
         // Only a mount still in the table is ours to unmount: after a lazy unmount another mount
@@ -124,7 +129,10 @@ public final class FUSESession: Sendable {
         requests.close(failingWith: FilesystemError.unmounting.errno)
         if failed > 0 { Log.info("\(failed) requests still in flight were failed (the mount is going away)") }
         var drain = SessionDrain(session)
-        defer { drain.release() }
+        defer {
+            if drain.answered > 0 { Log.info("answered \(drain.answered) requests the kernel sent while stopping") }
+            drain.release()
+        }
         if requests.finish(within: .seconds(3), meanwhile: { drain.step(milliseconds: 50) }) { return true }
         // Still blocked: the kernel's own way out is aborting the connection, which ends every call
         // waiting in it (fusectl, where it is mounted and the connection is ours).
@@ -176,6 +184,8 @@ private struct SessionDrain {
     let session: OpaquePointer
     var buffer = fuse_buf()
     var connected = true
+    /// Requests read from the kernel and answered (failed, mostly) by the drain.
+    var answered = 0
 
     init(_ session: OpaquePointer) {
         self.session = session
@@ -192,6 +202,7 @@ private struct SessionDrain {
         let received = fuse_session_receive_buf(session, &buffer)
         if received > 0 {
             fuse_session_process_buf(session, &buffer)
+            answered += 1
         } else if received == 0 || (received != -EINTR && received != -EAGAIN) {
             connected = false  // unmounted or aborted (ENODEV), or told to exit again
         }
