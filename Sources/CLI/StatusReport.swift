@@ -104,6 +104,9 @@ struct MountState {
         }
         if let since = fields["offline_since"] { text += "; offline since \(since)" }
         if let failures = fields["fill_failures"] { text += "; \(failures) listing failures, retrying" }
+        if let waiting = fields["waiting"], waiting != "0" {
+            text += waiting == "1" ? "; 1 request waiting for Dropbox" : "; \(waiting) requests waiting for Dropbox"
+        }
         return text
     }
 

@@ -130,12 +130,14 @@ enum Operations {
         }
     }
 
-    /// The root's status attribute also carries the adapter's failure counts (OperationFailures).
+    /// The root's status attribute also carries what only the adapter knows: the requests
+    /// waiting for an answer (`waiting=N`: a listing, a download, a token) and the failure counts
+    /// (OperationFailures).
     static func getxattr(_ request: FUSERequest, name: String, size: Int) {
         request.answer { () throws(FilesystemError) -> Reply in
             var value = try request.core.extendedAttribute(name, of: request.inode)
             if request.inode == Filesystem.rootInode && name == Filesystem.statusAttribute {
-                value += " " + request.filesystem.failures.statusFields
+                value += " waiting=\(request.filesystem.requests.pendingCount) " + request.filesystem.failures.statusFields
             }
             return try Reply.xattr(Array(value.utf8), size: size)
         }

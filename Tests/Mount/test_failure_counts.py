@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from helpers import env_for, sync_status
+from helpers import env_for, sync_status, wait_until
 
 
 def test_failed_requests_are_counted_per_operation(fake_factory, mount_factory, binary):
@@ -39,3 +39,22 @@ def test_failed_requests_are_counted_per_operation(fake_factory, mount_factory, 
     mount = json.loads(r.stdout)["mounts"][0]
     assert mount["failures"]["getxattr"] >= int(after["failed_getxattr"]), mount
     assert mount["status"]["failed_getxattr"] == mount["failures"]["getxattr"], mount
+
+
+def test_requests_waiting_for_dropbox_are_counted(fake_factory, mount_factory, binary):
+    """`waiting=N` in the status attribute counts the requests waiting for an answer from Dropbox;
+    `dropboxfs status` says so, and the count goes back to 0 once they are answered."""
+    fake = fake_factory()
+    fake.add_file("/slow/a.txt", b"a\n")
+    m = mount_factory(fake, "--no-prefetch")
+    assert sync_status(m.path)["waiting"] == "0"
+    fake.add_fault("files/list_folder", "stall", stall_seconds=30, count=1)
+    ls = subprocess.Popen(["ls", f"{m.path}/slow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: sync_status(m.path)["waiting"] == "1", timeout=10, message="the ls to wait")
+        r = subprocess.run([binary, "status", m.path], capture_output=True, timeout=60, env=env_for(fake))
+        assert "1 request waiting for Dropbox" in r.stdout.decode(), r.stdout.decode()
+    finally:
+        ls.kill()
+        ls.wait()
+    wait_until(lambda: sync_status(m.path)["waiting"] == "0", timeout=10, message="the interrupted ls to be answered")
