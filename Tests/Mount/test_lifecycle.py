@@ -189,11 +189,23 @@ def test_the_token_never_stays_in_a_process_environment(binary, fake_factory, ba
                                        env=env_for(fake, token=secret))
     assert rc == 0, err
     assert run("cat", f"{mnt}/folder/inside.txt").stdout == b"inside\n"
-    started = [pid for pid in dropboxfs_pids() if pid not in before]
+    # This test's processes (other tests may run beside it): the new ones naming its mount point
+    # (the daemon, and the guard, whose environment holds only PATH).
+    started = []
+    for pid in dropboxfs_pids():
+        if pid in before:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if os.fsencode(str(mnt)) in argv:
+            started.append((pid, environ))
     assert len(started) >= 2, "the daemon and its mount guard"
-    for pid in started:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            environ = f.read()
+    for pid, environ in started:
         assert secret.encode() not in environ, pid
         assert b"DROPBOXFS_ACCESS_TOKEN=" not in environ, pid
     assert secret not in (tmp_path / "bg.log").read_text(errors="replace")

@@ -113,14 +113,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             raise Abort()
 
-    def send_reply(self, reply, truncate_at=None, throttle_bw=0):
-        """Send a Reply.  Returns body bytes sent."""
+    def send_reply(self, reply, truncate_at=None, throttle_bw=0, account=None):
+        """Send a Reply.  Returns body bytes sent. ``account(n)`` is called with each piece's size
+        just before the piece is written, so that stats read by a client right after its reply
+        arrived already count the reply's bytes."""
+        account = account or (lambda n: None)
         length = reply.length
         head = self._head(reply, length)
         if self.command == "HEAD" or reply.status == 304:
             self._write(head)
             return 0
         if reply.stream is None and truncate_at is None:
+            account(len(reply.body))
             self._write(head + reply.body)  # one write: no Nagle/delayed-ACK stall
             return len(reply.body)
         stream = [reply.body] if reply.stream is None else reply.stream
@@ -135,6 +139,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 mv = mv[:max(0, truncate_at - sent)]
             pieces = [mv] if not piece else [mv[i:i + piece] for i in range(0, len(mv), piece)]
             for p in pieces:
+                account(len(p))
                 if pending:
                     self._write(pending + bytes(p))
                     pending = b""
@@ -255,8 +260,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # Recorded before the reply goes out: a client that reads the log or the stats right
         # after its reply arrived must find its request there.
         st.record(route, self.command, reply.status, rng, req.has_auth, kind)
-        n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth)
-        st.add_bytes(n)
+        n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth, account=st.add_bytes)
         return reply.status, n
 
     def faulted(self, st, route, rule, body, produce, on_abort):
