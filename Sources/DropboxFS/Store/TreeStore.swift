@@ -340,7 +340,7 @@ public final class TreeStore: Sendable {
         var tree = MetadataTree(folderTime: folderTime)
         let rows = try database.prepare(
             "SELECT idx, parent, name, key, kind, flags, size, mtime, ctime, id, rev, hash, target FROM entries ORDER BY idx")
-        var restoredKeys: [UInt32: RestoredKey] = [:]
+        var scan = RestoreScan()
         while try rows.step() {
             let index = rows.int64(0)
             let parent = rows.int64(1)
@@ -373,9 +373,9 @@ public final class TreeStore: Sendable {
             }
             try tree.restore(
                 node, at: UInt32(index), key: rows.text(3), oddKey: flags & 8 != 0, symlinkTarget: target,
-                restoredKeys: &restoredKeys)
+                scan: &scan)
         }
-        try tree.finishRestore(restoredKeys: restoredKeys, at: now)
+        try tree.finishRestore(scan, at: now)
         return tree
     }
 
