@@ -354,8 +354,8 @@ public final class TreeStore: Sendable {
             node.size = UInt64(bitPattern: rows.int64(6))
             node.mtime = rows.int64(7)
             node.ctime = rows.int64(8)
-            node.id = rows.text(9) ?? ""
-            node.rev = rows.text(10) ?? ""
+            rows.withText(9) { node.setID(utf8: $0) }
+            rows.withText(10) { node.setRev(utf8: $0) }
             let hash: ContentHash?? = rows.withBlob(11) { raw in
                 guard let raw else { return .some(nil) }
                 guard raw.count == 32 else { return nil }
