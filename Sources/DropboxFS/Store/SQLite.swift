@@ -145,6 +145,15 @@ final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 
+    /// The column's text as UTF-8 bytes, lent for the duration of `body` (empty for NULL): for
+    /// values that need no String of their own.
+    func withText<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        guard let pointer = sqlite3_column_text(statement, column) else {
+            return body(UnsafeBufferPointer(start: nil, count: 0))
+        }
+        return body(UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column))))
+    }
+
     /// The column's bytes, lent for the duration of `body` (nil pointer for NULL).
     func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer?) -> T) -> T {
         guard let pointer = sqlite3_column_blob(statement, column) else { return body(nil) }

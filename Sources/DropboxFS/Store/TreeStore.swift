@@ -340,7 +340,7 @@ public final class TreeStore: Sendable {
         var tree = MetadataTree(folderTime: folderTime)
         let rows = try database.prepare(
             "SELECT idx, parent, name, key, kind, flags, size, mtime, ctime, id, rev, hash, target FROM entries ORDER BY idx")
-        var restoredKeys: [UInt32: RestoredKey] = [:]
+        var scan = RestoreScan()
         while try rows.step() {
             let index = rows.int64(0)
             let parent = rows.int64(1)
@@ -354,8 +354,8 @@ public final class TreeStore: Sendable {
             node.size = UInt64(bitPattern: rows.int64(6))
             node.mtime = rows.int64(7)
             node.ctime = rows.int64(8)
-            node.id = rows.text(9) ?? ""
-            node.rev = rows.text(10) ?? ""
+            rows.withText(9) { node.setID(utf8: $0) }
+            rows.withText(10) { node.setRev(utf8: $0) }
             let hash: ContentHash?? = rows.withBlob(11) { raw in
                 guard let raw else { return .some(nil) }
                 guard raw.count == 32 else { return nil }
@@ -373,9 +373,9 @@ public final class TreeStore: Sendable {
             }
             try tree.restore(
                 node, at: UInt32(index), key: rows.text(3), oddKey: flags & 8 != 0, symlinkTarget: target,
-                restoredKeys: &restoredKeys)
+                scan: &scan)
         }
-        try tree.finishRestore(restoredKeys: restoredKeys, at: now)
+        try tree.finishRestore(scan, at: now)
         return tree
     }
 

@@ -136,16 +136,31 @@ struct Node {
         }
         set {
             if newValue.isEmpty {
-                (idLow, idHigh, idForm) = (0, 0, 0)
-            } else if let packed = Self.packID(newValue) {
-                (idLow, idHigh, idForm) = packed
+                setPackedID((0, 0, 0))
+            } else if let packed = Self.withUTF8(newValue, Self.packID) {
+                setPackedID(packed)
             } else {
                 (idLow, idHigh, idForm) = (0, 0, 3)
                 spill = NodeSpill(id: newValue, rev: spill?.rev)
-                return
             }
-            if spill?.id != nil { spill = NodeSpill(id: nil, rev: spill?.rev) }
         }
+    }
+
+    /// Sets `id` from its UTF-8 bytes, making a String only when they do not pack: the load of a
+    /// stored tree reads them from SQLite's row in place.
+    mutating func setID(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        if bytes.isEmpty {
+            setPackedID((0, 0, 0))
+        } else if let packed = Self.packID(bytes) {
+            setPackedID(packed)
+        } else {
+            id = String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    private mutating func setPackedID(_ packed: (UInt64, UInt64, UInt8)) {
+        (idLow, idHigh, idForm) = packed
+        if spill?.id != nil { spill = NodeSpill(id: nil, rev: spill?.rev) }
     }
 
     /// Dropbox `rev`; empty for the root and for folders.
@@ -159,16 +174,30 @@ struct Node {
         }
         set {
             if newValue.isEmpty {
-                (revBits, revForm) = (0, 0)
-            } else if let packed = Self.packRev(newValue) {
-                (revBits, revForm) = packed
+                setPackedRev((0, 0))
+            } else if let packed = Self.withUTF8(newValue, Self.packRev) {
+                setPackedRev(packed)
             } else {
                 (revBits, revForm) = (0, Self.spilled)
                 spill = NodeSpill(id: spill?.id, rev: newValue)
-                return
             }
-            if spill?.rev != nil { spill = NodeSpill(id: spill?.id, rev: nil) }
         }
+    }
+
+    /// Sets `rev` from its UTF-8 bytes, making a String only when they do not pack (see `setID`).
+    mutating func setRev(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        if bytes.isEmpty {
+            setPackedRev((0, 0))
+        } else if let packed = Self.packRev(bytes) {
+            setPackedRev(packed)
+        } else {
+            rev = String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    private mutating func setPackedRev(_ packed: (UInt64, UInt8)) {
+        (revBits, revForm) = packed
+        if spill?.rev != nil { spill = NodeSpill(id: spill?.id, rev: nil) }
     }
 
     /// Whether `id` and `rev` are the same as `other`'s (without building the strings when packed).
@@ -197,17 +226,24 @@ struct Node {
         }
     }
 
+    /// Runs `body` on a string's UTF-8 bytes, in place when the string is native (always, for
+    /// strings decoded from JSON or SQLite), else on a copy.
+    private static func withUTF8<T>(_ string: String, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        string.utf8.withContiguousStorageIfAvailable(body) ?? Array(string.utf8).withUnsafeBufferPointer(body)
+    }
+
     /// "id:" + exactly 22 URL-safe base64 characters: characters 0-9 in the low 60 bits of `low`,
     /// 10-19 in those of `high`, character 20 split over the top 4 bits of each, character 21 in the
-    /// top 6 bits of the form byte (whose low bits are 1). Anything else is not packed.
-    static func packID(_ id: String) -> (UInt64, UInt64, UInt8)? {
-        let utf8 = id.utf8
-        guard utf8.count == 25, utf8.starts(with: idPrefix) else { return nil }
+    /// top 6 bits of the form byte (whose low bits are 1). Anything else is not packed. Works on
+    /// bytes rather than the String's view: it runs for every entry of a fill and of a load.
+    static func packID(_ utf8: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64, UInt8)? {
+        guard utf8.count == 25, utf8[0] == UInt8(ascii: "i"), utf8[1] == UInt8(ascii: "d"), utf8[2] == UInt8(ascii: ":")
+        else { return nil }
         var low: UInt64 = 0
         var high: UInt64 = 0
         var last: UInt64 = 0
-        for (i, byte) in utf8.dropFirst(3).enumerated() {
-            guard let v = sextet(byte) else { return nil }
+        for i in 0..<22 {
+            guard let v = sextet(utf8[3 + i]) else { return nil }
             switch i {
             case 0..<10: low |= v << UInt64(6 * i)
             case 10..<20: high |= v << UInt64(6 * (i - 10))
@@ -231,8 +267,7 @@ struct Node {
     }
 
     /// 1 to 16 lowercase hex digits (leading zeros kept by the digit count).
-    static func packRev(_ rev: String) -> (UInt64, UInt8)? {
-        let utf8 = rev.utf8
+    static func packRev(_ utf8: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt8)? {
         guard (1...16).contains(utf8.count) else { return nil }
         var value: UInt64 = 0
         for byte in utf8 {

@@ -8,16 +8,18 @@ import Testing
 
 extension CoreTests {
     @Suite struct NodeStorageTests {
+        static let ids = [
+            "", "id:a4ayc_80_OEAAAAAAAAAXw", "id:AAAAAAAAAAAAAAAAAAAAAA", "id:______________________",
+            "id:-_09azAZ-_09azAZ-_09az", "id:short", "id:a4ayc_80_OEAAAAAAAAAXwX", "id:a4ayc_80_OEAAAAAAAAA+w",
+            "ns:12345", "idXa4ayc_80_OEAAAAAAAAAXw", "id:é4ayc_80_OEAAAAAAAAAX",
+        ]
+        static let revs = [
+            "", "0", "a1c10ce0dd78", "015f3b0ac8a1e2f0", "0000000000000000", "ffffffffffffffff",
+            "015e8b1c2a9f3e70000000118d7d750", "A1C10CE0DD78", "5a00000f424g", "0123456789",
+        ]
+
         @Test func idsAndRevsRoundTrip() {
-            let ids = [
-                "", "id:a4ayc_80_OEAAAAAAAAAXw", "id:AAAAAAAAAAAAAAAAAAAAAA", "id:______________________",
-                "id:-_09azAZ-_09azAZ-_09az", "id:short", "id:a4ayc_80_OEAAAAAAAAAXwX", "id:a4ayc_80_OEAAAAAAAAA+w",
-                "ns:12345", "idXa4ayc_80_OEAAAAAAAAAXw", "id:é4ayc_80_OEAAAAAAAAAX",
-            ]
-            let revs = [
-                "", "0", "a1c10ce0dd78", "015f3b0ac8a1e2f0", "0000000000000000", "ffffffffffffffff",
-                "015e8b1c2a9f3e70000000118d7d750", "A1C10CE0DD78", "5a00000f424g", "0123456789",
-            ]
+            let (ids, revs) = (Self.ids, Self.revs)
             for id in ids {
                 for rev in revs {
                     var node = Node(parent: 1, name: "n", kind: .file)
@@ -35,6 +37,31 @@ extension CoreTests {
                     #expect(node.id == id, "a copy's change leaves the original alone")
                 }
             }
+        }
+
+        /// The load sets `id` and `rev` from SQLite's bytes: the same node as from the strings,
+        /// also over a spilled value and back.
+        @Test func idsAndRevsFromBytesMatchTheStrings() {
+            for id in Self.ids {
+                for rev in Self.revs {
+                    var fromStrings = Node(parent: 1, name: "n", kind: .file)
+                    fromStrings.id = id
+                    fromStrings.rev = rev
+                    for start in ["id:x", "id:AAAAAAAAAAAAAAAAAAAAAA"] {
+                        var fromBytes = Node(parent: 1, name: "n", kind: .file)
+                        fromBytes.id = start
+                        fromBytes.rev = start
+                        Array(id.utf8).withUnsafeBufferPointer { fromBytes.setID(utf8: $0) }
+                        Array(rev.utf8).withUnsafeBufferPointer { fromBytes.setRev(utf8: $0) }
+                        #expect(fromBytes.id == id && fromBytes.rev == rev)
+                        #expect(fromBytes.sameIDAndRev(as: fromStrings))
+                    }
+                }
+            }
+            var node = Node(parent: 1, name: "n", kind: .file)
+            [0xFF, 0x69].withUnsafeBufferPointer { node.setID(utf8: $0) }
+            #expect(
+                node.id == String(decoding: [0xFF, 0x69], as: UTF8.self), "invalid UTF-8 is repaired, as text(_:) does")
         }
 
         @Test func flagsAndHash() {

@@ -244,6 +244,42 @@ extension CoreTests {
             try await Self.expectRefused(setAside: false) { path in try Self.edit(path, sql) }
         }
 
+        /// An index is reused for a new entry, so a folder can be stored after its children (and
+        /// with a gap before it): the load files them all the same, keys included.
+        @Test func aFolderStoredAfterItsChildrenLoads() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox()
+            fake.addFile("/A/b.txt", size: 3)
+            fake.addFile("/A/C/d.txt", size: 4)
+            fake.addFile("/A/C/Ε.txt", size: 5)
+            fake.addSymlink("/link", target: "A/b.txt")
+            do {
+                let store = try Self.open(folder)
+                _ = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+                let fs = Self.mount(fake, store: store, stored: nil)
+                fs.startSync()
+                #expect(await fs.waitUntilCaughtUp(seconds: 30))
+                fs.stop()
+                store.close()
+                try Self.edit(
+                    store.path,
+                    """
+                    UPDATE entries SET parent = 1000 WHERE parent = (SELECT idx FROM entries WHERE name = 'A');
+                    UPDATE entries SET idx = 1000 WHERE name = 'A';
+                    UPDATE entries SET parent = 900 WHERE parent = (SELECT idx FROM entries WHERE name = 'C');
+                    UPDATE entries SET idx = 900 WHERE name = 'C';
+                    """)
+            }
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            let fs = Self.mount(fake, store: store, stored: stored)
+            defer { fs.stop() }
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+            #expect(try await names(fs, try await inode(fs, "/A/C")).sorted() == ["d.txt", "Ε.txt"])
+        }
+
         @Test func theFilesAreTheUsersOnly() async throws {
             let folder = Self.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
