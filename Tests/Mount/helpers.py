@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -432,3 +433,33 @@ class SwitchableProxy:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+# ---- readers that block on stalled downloads (test_stops, test_abort) -------------------------------
+
+BLOCKED_READER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("open", flush=True)
+try:
+    while os.read(fd, 1 << 20):
+        pass
+    print("read", flush=True)
+except OSError as e:
+    print("error", e.errno, flush=True)
+    sys.exit(4)
+"""
+
+
+def start_blocked_reader(path):
+    """A process reading `path` to its end: it prints "read" and exits 0, or prints "error ERRNO"
+    and exits 4. Returns once the file is open."""
+    p = subprocess.Popen([sys.executable, "-c", BLOCKED_READER, str(path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"open\n", p.stderr.read()
+    return p
+
+
+def faults_fired(fake, route):
+    """How many times the fake's fault rules on `route` fired."""
+    return sum(r.get("fired", 0) for r in fake.faults() if r["route"] == route)

@@ -7,28 +7,14 @@ serves exact bytes at once."""
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from helpers import is_mounted, run, wait_until
+from helpers import faults_fired, is_mounted, run, start_blocked_reader, wait_until
 
 MiB = 1 << 20
 CONNECTIONS = "/sys/fs/fuse/connections"
-
-READER = r"""
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-print("open", flush=True)
-try:
-    while os.read(fd, 1 << 20):
-        pass
-    print("read", flush=True)
-except OSError as e:
-    print("error", e.errno, flush=True)
-    sys.exit(4)
-"""
 
 
 @pytest.fixture
@@ -56,10 +42,6 @@ def connection_of(path):
     raise AssertionError(f"{path} is not mounted")
 
 
-def fired(fake, route):
-    return sum(r.get("fired", 0) for r in fake.faults() if r["route"] == route)
-
-
 def test_an_aborted_connection_ends_the_daemon_cleanly(fusectl, fake_factory, mount_factory, tmp_path):
     fake = fake_factory()
     for i in range(4):
@@ -70,13 +52,8 @@ def test_an_aborted_connection_ends_the_daemon_cleanly(fusectl, fake_factory, mo
     mountpoint.mkdir()
     m = mount_factory(fake, mountpoint=mountpoint)
     fake.add_fault("files/download", "stall", stall_seconds=60, count=0)
-    readers = []
-    for i in range(4):
-        p = subprocess.Popen([sys.executable, "-c", READER, f"{m.path}/abort/f{i}.bin"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert p.stdout.readline() == b"open\n", p.stderr.read()
-        readers.append(p)
-    wait_until(lambda: fired(fake, "files/download") >= 4, timeout=15, message="the readers' downloads")
+    readers = [start_blocked_reader(f"{m.path}/abort/f{i}.bin") for i in range(4)]
+    wait_until(lambda: faults_fired(fake, "files/download") >= 4, timeout=15, message="the readers' downloads")
 
     connection = connection_of(m.path)
     started = time.monotonic()

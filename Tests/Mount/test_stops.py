@@ -9,40 +9,16 @@ folder, made at once, serves exact bytes.
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from helpers import is_mounted, run, sync_status, wait_until
+from helpers import faults_fired, is_mounted, run, start_blocked_reader, sync_status, wait_until
 
 MiB = 1 << 20
 ROUNDS = int(os.environ.get("DROPBOXFS_STOP_ROUNDS", "50"))
 STOPS = ["TERM", "lazy", "KILL"]
 LOADS = ["fill", "disk-write"]
-
-READER = r"""
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-print("open", flush=True)
-try:
-    while os.read(fd, 1 << 20):
-        pass
-    print("read", flush=True)
-except OSError as e:
-    print("error", e.errno, flush=True)
-    sys.exit(4)
-"""
-
-
-def fired(fake, route):
-    return sum(r.get("fired", 0) for r in fake.faults() if r["route"] == route)
-
-
-def start_reader(path):
-    p = subprocess.Popen([sys.executable, "-c", READER, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert p.stdout.readline() == b"open\n", p.stderr.read()
-    return p
 
 
 def ended_within(processes, seconds):
@@ -90,14 +66,14 @@ def test_fifty_hard_stops_under_load(account, mount_factory, tmp_path):
         procs = []
         if load == "disk-write":
             fake.config(bandwidth=4 * MiB)
-            procs.append(start_reader(f"{m.path}/stops/big.bin"))
+            procs.append(start_blocked_reader(f"{m.path}/stops/big.bin"))
             wait_until(lambda: any(n.startswith(".partial-") for n in os.listdir(cache)), timeout=15,
                        message=f"{what}: a disk cache file being written")
         fake.add_fault("files/download", "stall", stall_seconds=60, count=0)
-        readers = [start_reader(f"{m.path}/stops/f{i}.bin") for i in range(8)]
+        readers = [start_blocked_reader(f"{m.path}/stops/f{i}.bin") for i in range(8)]
         # At most 8 requests run at once (the pacer): the stalled listing or the big file's download
         # may hold some of them, so the other readers wait for a slot, which is as blocked.
-        wait_until(lambda: fired(fake, "files/download") >= 6, timeout=15,
+        wait_until(lambda: faults_fired(fake, "files/download") >= 6, timeout=15,
                    message=f"{what}: the readers' downloads reaching the server")
         walkers = [subprocess.Popen(["find", m.path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                    for _ in range(4)]
