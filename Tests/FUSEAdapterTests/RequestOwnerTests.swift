@@ -26,7 +26,12 @@ import Testing
         }
 
         let record = Mutex(Record())
-        let owner = Mutex<RequestOwner?>(nil)
+        /// Weak: the owner holds this kernel, and a strong reference back would leak both.
+        let owner = Mutex(WeakOwner())
+
+        struct WeakOwner {
+            weak var value: RequestOwner?
+        }
 
         func fail(_ request: RawRequest, errno: Int32) {
             record.withLock { $0.failures.append((UInt(bitPattern: request.pointer), errno)) }
@@ -37,7 +42,7 @@ import Testing
                 r.watched.append(id)
                 return r.interruptAtOnce
             }
-            if now { owner.withLock { $0 }?.interrupted(id) }
+            if now { owner.withLock { $0.value }?.interrupted(id) }
         }
 
         var failures: [(request: UInt, errno: Int32)] { record.withLock { $0.failures } }
@@ -57,7 +62,7 @@ import Testing
     static func make() -> (RequestOwner, RecordingKernel) {
         let kernel = RecordingKernel()
         let owner = RequestOwner(kernel: kernel)
-        kernel.owner.withLock { $0 = owner }
+        kernel.owner.withLock { $0.value = owner }
         return (owner, kernel)
     }
 
