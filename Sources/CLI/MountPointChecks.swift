@@ -2,6 +2,7 @@
 // exit code instead of a libfuse error: a missing, non-folder, non-empty or already-mounted mount
 // point, and a machine without FUSE.
 
+import DropboxFS
 import FUSEAdapter
 
 #if canImport(Glibc)
@@ -94,9 +95,7 @@ enum MountPointChecks {
         guard let dir = opendir(path) else { return false }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
+            let name = directoryEntryName(entry)
             if name != "." && name != ".." { return false }
         }
         return true

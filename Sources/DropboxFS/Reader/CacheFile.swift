@@ -104,11 +104,7 @@ enum CacheFolder {
         defer { closedir(folder) }
         var items: [Item] = []
         while let entry = readdir(folder) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: pointer.pointee)) {
-                    String(cString: $0)
-                }
-            }
+            let name = directoryEntryName(entry)
             var info = stat()
             guard stat(path + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)

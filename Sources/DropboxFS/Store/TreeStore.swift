@@ -400,9 +400,7 @@ public final class TreeStore: Sendable {
         defer { closedir(directory) }
         var found: [TreeStoreInfo] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = directoryEntryName(entry)
             guard name.hasPrefix("tree-"), name.hasSuffix(".db"), let info = info(path: folder + "/" + name),
                 info.complete
             else { continue }
