@@ -463,7 +463,8 @@ final class FileReader: Sendable {
     private func runDiskCheck(_ check: DiskCheck, as work: SharedWork<Void>) async -> Result<Void, FilesystemError> {
         let name = check.expected.hex
         let pause = diskCheckPause.withLock { $0 }
-        let sound: Bool
+        // nil: cancelled, and the entry stays unchecked for the next read.
+        let sound: Bool?
         switch await ContentVerifier.check(check.file, size: check.size, expected: check.expected, chunk: options.partSize, pause: pause) {
         case .matches:
             sound = true
@@ -477,25 +478,22 @@ final class FileReader: Sendable {
             Log.warning("disk cache: \(error); downloading \(check.label) again")
             diskCache?.discard(key: name)
         case .cancelled:
-            withState { s in
-                guard s.contents[check.key]?.diskCheck === work else { return }
-                s.contents[check.key]?.diskCheck = nil
-                s.dropIfIdle(check.key)
-            }
-            return .failure(.interrupted)
+            sound = nil
         }
         withState { s in
             guard s.contents[check.key]?.diskCheck === work else { return }
             s.contents[check.key]?.diskCheck = nil
-            s.contents[check.key]?.disk = sound ? .complete(check.file, checked: true) : .none
-            if sound {
-                s.contents[check.key]?.verification = .verified
-            } else {
-                s.contents[check.key]?.diskTried = false  // the download may write a new entry
+            if let sound {
+                s.contents[check.key]?.disk = sound ? .complete(check.file, checked: true) : .none
+                if sound {
+                    s.contents[check.key]?.verification = .verified
+                } else {
+                    s.contents[check.key]?.diskTried = false  // the download may write a new entry
+                }
             }
             s.dropIfIdle(check.key)
         }
-        return .success(())
+        return sound == nil ? .failure(.interrupted) : .success(())
     }
 }
 

@@ -7,7 +7,7 @@
     import Glibc
 #endif
 
-/// The name of the directory entry `entry` points to (bytes that are not UTF-8 repaired).
+/// The name of the directory entry `entry` points to (bytes that are not UTF-8 are repaired).
 public func directoryEntryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
     let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
     return String(cString: UnsafeRawPointer(entry).advanced(by: offset).assumingMemoryBound(to: CChar.self))
