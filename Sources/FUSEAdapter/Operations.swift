@@ -38,7 +38,8 @@ enum Operations {
 
     static func getattr(_ request: FUSERequest) {
         request.answer { () throws(FilesystemError) -> Reply in
-            .attributes(try request.core.attributes(of: request.inode), timeout: request.timeouts.attributes)
+            let attributes = try request.core.attributes(of: request.inode)
+            return .attributes(attributes, timeout: request.timeouts.attributes(of: attributes))
         }
     }
 

@@ -123,6 +123,9 @@ public struct CacheTimeouts: Sendable, Equatable {
         self.attributes = attributes
         self.negative = negative
     }
+
+    /// How long the kernel may keep `a`: not at all when the core says they are not cacheable.
+    func attributes(of a: FileAttributes) -> Double { a.cacheable ? attributes : 0 }
 }
 
 enum StatConversion {
@@ -155,7 +158,7 @@ enum StatConversion {
         param.ino = a.inode
         param.generation = a.generation
         param.attr = stat(a)
-        param.attr_timeout = timeouts.attributes
+        param.attr_timeout = timeouts.attributes(of: a)
         param.entry_timeout = timeouts.entry
         return param
     }

@@ -1,7 +1,7 @@
 // Export-only documents (Reader/Exports.swift): `openFile` sends them to `openExport`, which
 // exports the document whole; the handle reads the export byte-exact (whatever size the listing
 // gave), bypasses the page cache, and afterwards the attributes report the export's size (the
-// kernel's are invalidated). A new revision exports anew; a failed export is an errno, logged once.
+// kernel's are invalidated; before the first export they are not cacheable at all). A new revision exports anew; a failed export is an errno, logged once.
 
 import DropboxAPI
 import DropboxTestSupport
@@ -27,6 +27,9 @@ import Testing
         fixture.fs.setInvalidationHandler { batch in published.withLock { $0 += batch } }
         let inode = try await fixture.inode("/Docs/Plan.paper")
         #expect(try fixture.fs.attributes(of: inode).size == 5, "the listed size, before any export")
+        // The kernel must not keep the listed size: a stat right after the first read must not
+        // wait for the invalidation, which is delivered apart (CI saw `stat` report 0 after `cat`).
+        #expect(try fixture.fs.attributes(of: inode).cacheable == false)
         #expect(throws: FilesystemError.notDownloadable) { try fixture.fs.openFile(inode) }
 
         let opened = try await fixture.fs.openExport(inode)
@@ -36,6 +39,7 @@ import Testing
         #expect(try await Self.readWhole(fixture.fs, opened.handle) == want)
         #expect(try await fixture.fs.read(handle: opened.handle, offset: UInt64(want.count) + 10, size: 4) == [])
         #expect(try fixture.fs.attributes(of: inode).size == UInt64(want.count), "the export's size once known")
+        #expect(try fixture.fs.attributes(of: inode).cacheable, "the export's size is kept for the revision")
         try await CoreTests.waitUntil("the kernel's attributes of the document invalidated") {
             published.withLock { $0 }.contains(.inode(inode))
         }

@@ -24,6 +24,10 @@ public struct FileAttributes: Sendable, Equatable {
     /// The nanoseconds of all three times: 0 for files; for folders, the count of the folder's
     /// changes since mount modulo 10^9 (FolderState.stamp).
     public var timeNanoseconds: UInt32 = 0
+    /// False when these attributes may change with no invalidation reaching the kernel before the
+    /// next `stat`: the listed size of an export-only document not exported yet, which its first
+    /// open replaces by the export's. The kernel must then not cache them (attribute timeout 0).
+    public var cacheable = true
 }
 
 /// Who owns the files, and how permissive the bits are.
@@ -45,6 +49,8 @@ extension MetadataTree {
         if let exported = exportedSizes[index], exported.rev == nodes[Int(index)].rev {
             attributes.size = exported.size
             attributes.blocks = exported.size / 512 + (exported.size % 512 == 0 ? 0 : 1)
+        } else if attributes.kind == .file && !nodes[Int(index)].isDownloadable {
+            attributes.cacheable = false
         }
         return attributes
     }
