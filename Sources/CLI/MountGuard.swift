@@ -80,7 +80,7 @@ enum MountGuard {
             if n == 0 || (n < 0 && errno != EINTR) { break }
         }
         guard mount(at: mountpoint, device: guarded.device) != nil else { return .success }
-        if detach(mountpoint) {
+        if MountTable.detach(mountpoint) {
             printError("the daemon ended without unmounting \(mountpoint); unmounted it")
             return .success
         }
@@ -95,15 +95,4 @@ enum MountGuard {
         }
     }
 
-    private static func detach(_ mountpoint: String) -> Bool {
-        if geteuid() == 0 { return umount2(mountpoint, Int32(MNT_DETACH)) == 0 }
-        let words: [String] = ["fusermount3", "-u", "-z", "-q", mountpoint]
-        let argv = words.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        guard posix_spawnp(&pid, "fusermount3", nil, nil, argv, environ) == 0 else { return false }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status == 0
-    }
 }

@@ -109,14 +109,21 @@ public final class FUSESession: Sendable {
         }
         // The loop ends with 0 when the kernel says ENODEV: after an unmount (the mount is gone by
         // then) or when the connection was aborted through fusectl (the mount is still there).
-        if result == 0, let device, MountTable.entries().contains(where: { $0.device == device }) {
+        let aborted = result == 0 && device.map { device in MountTable.entries().contains(where: { $0.device == device }) } ?? false
+        if aborted {
             Log.info("the kernel connection of \(mountpoint) was aborted (/sys/fs/fuse/connections); stopping")
         }
         destroy = tearDown(session, device: device)
         lock.withLock { $0 = nil }
         // Only a mount still in the table is ours to unmount: after a lazy unmount another mount
         // may stand on the same folder.
-        if device.map({ device in MountTable.entries().contains(where: { $0.device == device }) }) ?? true {
+        guard device.map({ device in MountTable.entries().contains(where: { $0.device == device }) }) ?? true else { return }
+        if aborted {
+            // libfuse leaves a mount whose connection was aborted alone (its device polls as an
+            // error), which would stay behind as "Transport endpoint is not connected" until
+            // fusermount3's auto_unmount helper, racing our exit, happened to remove it.
+            if !MountTable.detach(mountpoint) { Log.warning("could not unmount \(mountpoint) after the abort") }
+        } else {
             fuse_session_unmount(session)
         }
     }

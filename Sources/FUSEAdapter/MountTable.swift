@@ -1,6 +1,6 @@
 // The kernel's mount table (/proc/self/mountinfo), read for three things: whether a folder is
 // already a mount point, which dropboxfs mounts exist, and the device number of our own mount
-// (to tune its read-ahead).
+// (to tune its read-ahead); and the one way to detach a mount the daemon no longer serves.
 
 #if canImport(Glibc)
     import Glibc
@@ -25,6 +25,20 @@ public struct MountEntry: Sendable, Equatable {
 }
 
 public enum MountTable {
+    /// Detaches the mount at `mountpoint` (umount2 MNT_DETACH as root, `fusermount3 -u -z`
+    /// otherwise); true when it worked.
+    public static func detach(_ mountpoint: String) -> Bool {
+        if geteuid() == 0 { return umount2(mountpoint, Int32(MNT_DETACH)) == 0 }
+        let words: [String] = ["fusermount3", "-u", "-z", "-q", mountpoint]
+        let argv = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawnp(&pid, "fusermount3", nil, nil, argv, environ) == 0 else { return false }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status == 0
+    }
+
     public static func entries() -> [MountEntry] {
         guard let file = fopen("/proc/self/mountinfo", "r") else { return [] }
         defer { fclose(file) }

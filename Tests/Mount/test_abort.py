@@ -69,7 +69,7 @@ def test_an_aborted_connection_ends_the_daemon_cleanly(fusectl, fake_factory, mo
         raise AssertionError(f"the daemon was still running 5 s after the abort:\n{m.log_text()[-3000:]}")
     assert code == 0, (code, m.log_text()[-3000:])
     assert time.monotonic() - started < 5
-    assert not is_mounted(m.path), "the aborted mount was left behind"
+    assert not is_mounted(m.path), "the aborted mount was left behind:\n" + m.log_text()[-3000:]
     assert "was aborted (/sys/fs/fuse/connections)" in m.log_text(), m.log_text()[-2000:]
 
     fake.clear_faults()
