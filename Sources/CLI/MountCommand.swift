@@ -113,7 +113,7 @@ enum MountCommand {
                 negative: configuration.attrTimeout))
         let session = FUSESession(
             filesystem: adapter, mountpoint: mountpoint, mountOptions: configuration.mountOptions,
-            maxThreads: configuration.threads)
+            maxThreads: configuration.threads, spinMicroseconds: configuration.spinMicroseconds)
         core.setInvalidationHandler { session.invalidate($0) }
         defer {
             core.stop()
@@ -170,6 +170,8 @@ struct MountConfiguration {
     var attrTimeout: Double
     var dirCacheTime: Double
     var threads: Int
+    /// SessionLoop's spin; 0 selects libfuse's multi-threaded loop of `threads`.
+    var spinMicroseconds: Int
     /// Recursive listings in flight during the whole-account fill (1: one chain of pages).
     var fillParallel: Int
     /// Whole-tree background listing, and change following (with kernel invalidation).
@@ -232,6 +234,15 @@ struct MountConfiguration {
             threads = value
         } else {
             threads = 16
+        }
+        if let text = parsed.value("spin-us") {
+            guard let value = Int(text), (0...100_000).contains(value) else {
+                throw UsageError(description: "--spin-us must be a number from 0 to 100000")
+            }
+            spinMicroseconds = value
+        } else {
+            // Asking for threads asks for the loop that has them.
+            spinMicroseconds = parsed.value("threads") == nil ? 200 : 0
         }
         if let text = parsed.value("fill-parallel") {
             guard let value = Int(text), (1...32).contains(value) else {

@@ -124,7 +124,16 @@ enum Options {
                 name: "dir-cache-time", value: "DURATION",
                 help: "with --no-watch: how long a folder listing is trusted before it is listed again (default 60s)",
                 mountOption: true),
-            OptionSpec(name: "threads", value: "N", help: "FUSE worker threads (default 16)", mountOption: true),
+            OptionSpec(
+                name: "spin-us", value: "N",
+                help: "microseconds the FUSE thread stays awake for the next request before it sleeps; faster "
+                    + "cold walks for a little CPU (default 200; 0: libfuse's multi-threaded loop, see --threads)",
+                mountOption: true),
+            OptionSpec(
+                name: "threads", value: "N",
+                help: "threads of libfuse's multi-threaded loop, which this option selects unless --spin-us is given "
+                    + "(default 16)",
+                mountOption: true),
             OptionSpec(
                 name: "home-only",
                 help: "in a Dropbox team space, show only your own folder instead of the whole team space (team folders and your folder)",

@@ -1,5 +1,6 @@
 // The life of one mount: create the libfuse session with our operations and mount options, install
-// signal handlers, mount, run the multi-threaded loop until unmounted or signalled, then tear down.
+// signal handlers, mount, run the loop (SessionLoop's, or libfuse's multi-threaded one) until
+// unmounted or signalled, then tear down.
 // Kernel cache invalidations also go through here, since they need the session.
 //
 // Teardown, whatever ended the loop (`fusermount3 -u`, SIGTERM, SIGINT, SIGHUP, or a lazy unmount
@@ -42,18 +43,22 @@ public final class FUSESession: Sendable {
     public let filesystem: FUSEFilesystem
     public let mountpoint: String
     public let mountOptions: [String]
+    /// Threads of libfuse's multi-threaded loop, used when `spinMicroseconds` is 0.
     public let maxThreads: Int
+    /// How long the one thread of SessionLoop stays awake for the next request; 0: libfuse's loop.
+    public let spinMicroseconds: Int
     /// Kernel read-ahead for this mount, set when running as root.
     public let readaheadKilobytes: Int
 
     public init(
         filesystem: FUSEFilesystem, mountpoint: String, mountOptions: [String], maxThreads: Int = 16,
-        readaheadKilobytes: Int = 1024
+        spinMicroseconds: Int = 0, readaheadKilobytes: Int = 1024
     ) {
         self.filesystem = filesystem
         self.mountpoint = mountpoint
         self.mountOptions = mountOptions
         self.maxThreads = maxThreads
+        self.spinMicroseconds = SessionLoop.spinMicroseconds(requested: spinMicroseconds)
         self.readaheadKilobytes = readaheadKilobytes
     }
 
@@ -98,11 +103,18 @@ public final class FUSESession: Sendable {
         }
         mounted()
 
-        let config = fuse_loop_cfg_create()
-        fuse_loop_cfg_set_max_threads(config, UInt32(maxThreads))
-        fuse_loop_cfg_set_clone_fd(config, 0)
-        let result = fuse_session_loop_mt(session, config)
-        fuse_loop_cfg_destroy(config)
+        let result: Int32
+        if spinMicroseconds > 0 {
+            Log.debug("serving requests on one thread, awake \(spinMicroseconds) µs for the next one")
+            result = SessionLoop.run(session, spinMicroseconds: spinMicroseconds)
+        } else {
+            Log.debug("serving requests with libfuse's loop, up to \(maxThreads) threads")
+            let config = fuse_loop_cfg_create()
+            fuse_loop_cfg_set_max_threads(config, UInt32(maxThreads))
+            fuse_loop_cfg_set_clone_fd(config, 0)
+            result = fuse_session_loop_mt(session, config)
+            fuse_loop_cfg_destroy(config)
+        }
         detachWatch?.stop()  // before the signal handlers go: its wake-up is a SIGTERM
         if result != 0 && result != -EINTR && result != SIGINT && result != SIGTERM && result != SIGHUP {
             Log.debug("fuse loop ended with \(result)")

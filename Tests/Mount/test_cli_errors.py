@@ -172,6 +172,8 @@ def test_server_not_speaking_http(binary, empty_dir):
     (["-x"], "-x"),
     (["--threads", "0"], "--threads"),
     (["--threads", "lots"], "--threads"),
+    (["--spin-us", "-1"], "--spin-us"),
+    (["--spin-us", "200000"], "--spin-us"),
     (["--attr-timeout", "-1"], "--attr-timeout"),
     (["--attr-timeout", "soon"], "--attr-timeout"),
     (["--dir-cache-time", "nan"], "--dir-cache-time"),

@@ -37,27 +37,48 @@ def assert_clean_shutdown(m):
     assert not noisy, f"the daemon complained while shutting down: {noisy}"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["TERM", "INT", "HUP"])
-def test_signal_unmounts_and_exits_zero(fake_factory, mount_factory, sig):
-    fake = small_fake(fake_factory)
-    m = mount_factory(fake)
+# The two request loops (FUSEAdapter/SessionLoop.swift): the default one thread that stays awake
+# a moment for the next request, and libfuse's multi-threaded loop (--spin-us 0, or --threads).
+LOOPS = [
+    # (With one CPU the daemon never spins: the default then is libfuse's loop.)
+    pytest.param([], "serving requests on one thread, awake 200 µs" if (os.cpu_count() or 1) > 1
+                 else "serving requests with libfuse's loop, up to 16 threads", id="spinning"),
+    pytest.param(["--spin-us", "0"], "serving requests with libfuse's loop, up to 16 threads", id="libfuse"),
+    pytest.param(["--threads", "4"], "serving requests with libfuse's loop, up to 4 threads", id="threads"),
+]
+
+
+def mount_with_loop(fake, mount_factory, args, line):
+    m = mount_factory(fake, "--log-level", "debug", *args)
     assert_usable(m)
+    assert line in m.log_text(), m.log_text()[-2000:]
+    return m
+
+
+@pytest.mark.parametrize("args,line", LOOPS)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["TERM", "INT", "HUP"])
+def test_signal_unmounts_and_exits_zero(fake_factory, mount_factory, sig, args, line):
+    fake = small_fake(fake_factory)
+    m = mount_with_loop(fake, mount_factory, args, line)
+    started = time.monotonic()
     m.process.send_signal(sig)
     assert m.process.wait(timeout=15) == 0, m.log_text()
+    assert time.monotonic() - started < 5, "the daemon took long to notice the signal"
     assert not is_mounted(m.path)
     assert os.listdir(m.path) == []
     assert "unmounted" in m.log_text()
 
 
-def test_fusermount_unmount_ends_the_daemon(fake_factory, mount_factory):
+@pytest.mark.parametrize("args,line", LOOPS)
+def test_fusermount_unmount_ends_the_daemon(fake_factory, mount_factory, args, line):
     fake = small_fake(fake_factory)
-    m = mount_factory(fake)
-    assert_usable(m)
+    m = mount_with_loop(fake, mount_factory, args, line)
     r = run("fusermount3", "-u", m.path, timeout=15)
     assert r.returncode == 0, r.stderr
     assert m.process.wait(timeout=15) == 0, m.log_text()
     assert not is_mounted(m.path)
     assert "unmounted" in m.log_text()
+    assert "was aborted" not in m.log_text()
 
 
 def test_shutdown_while_the_watcher_waits_is_quiet(fake_factory, mount_factory):

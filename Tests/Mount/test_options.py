@@ -236,6 +236,7 @@ def fake(fake_factory):
     ("attr_timeout=soon", "--attr-timeout"),
     ("timeouts=rpc=0", "--timeouts"),
     ("threads=0", "--threads"),
+    ("spin_us=soon", "--spin-us"),
     ("profile=../x", "profile name"),
     ("max_read=lots", "max_read"),
     ("allow_other,allow_root", "exclude each other"),
