@@ -91,7 +91,8 @@ public final class FUSESession: Sendable {
         let device = MountTable.entries().last(where: { $0.mountPoint == mountpoint })?.device
         KernelReadahead.raise(device: device, kilobytes: readaheadKilobytes)
         // A lazy unmount ends the loop as SIGTERM does: libfuse's handler, run on this thread,
-        // wakes the loop, which waits in sem_wait (fuse_session_exit alone would not wake it).
+        // wakes the loop, which waits in poll() or, libfuse's, in sem_wait (fuse_session_exit
+        // alone would not wake it).
         let loopThread = pthread_self()
         let sessionToEnd = SessionPointer(raw: session)
         let detachWatch = device.flatMap { device in
@@ -121,23 +122,31 @@ public final class FUSESession: Sendable {
         }
         // The loop ends with 0 when the kernel says ENODEV: after an unmount (the mount is gone by
         // then) or when the connection was aborted through fusectl (the mount is still there).
-        let aborted = result == 0 && device.map { device in MountTable.entries().contains(where: { $0.device == device }) } ?? false
-        if aborted {
+        let stillMounted = { device.map { device in MountTable.entries().contains(where: { $0.device == device }) } ?? true }
+        if device != nil && stillMounted() && Self.connectionGone(session) {
             Log.info("the kernel connection of \(mountpoint) was aborted (/sys/fs/fuse/connections); stopping")
         }
         destroy = tearDown(session, device: device)
         lock.withLock { $0 = nil }
         // Only a mount still in the table is ours to unmount: after a lazy unmount another mount
         // may stand on the same folder.
-        guard device.map({ device in MountTable.entries().contains(where: { $0.device == device }) }) ?? true else { return }
-        if aborted {
-            // libfuse leaves a mount whose connection was aborted alone (its device polls as an
-            // error), which would stay behind as "Transport endpoint is not connected" until
-            // fusermount3's auto_unmount helper, racing our exit, happened to remove it.
+        guard stillMounted() else { return }
+        if Self.connectionGone(session) {
+            // Aborted (from outside, or by the teardown to free a stuck invalidation): libfuse
+            // leaves such a mount alone (its device polls as an error), and it would stay behind
+            // as "Transport endpoint is not connected" until fusermount3's auto_unmount helper,
+            // racing our exit, happened to remove it.
             if !MountTable.detach(mountpoint) { Log.warning("could not unmount \(mountpoint) after the abort") }
         } else {
             fuse_session_unmount(session)
         }
+    }
+
+    /// Whether the kernel ended the session's connection (unmounted or aborted): the device then
+    /// polls as an error.
+    static func connectionGone(_ session: OpaquePointer) -> Bool {
+        var fds = pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0)
+        return poll(&fds, 1, 0) == 1 && fds.revents & Int16(POLLERR) != 0
     }
 
     /// Fails the requests still in flight and waits (answering what the kernel still queues) until
@@ -209,6 +218,11 @@ private struct SessionDrain {
     init(_ session: OpaquePointer) {
         self.session = session
         fuse_session_reset(session)
+        // Never block in a read: a request that polled as queued can vanish before it is read
+        // (its caller was killed), and the drain must keep its time limit.
+        let device = fuse_session_fd(session)
+        let flags = fcntl(device, F_GETFL)
+        if flags >= 0 { _ = fcntl(device, F_SETFL, flags | O_NONBLOCK) }
     }
 
     mutating func step(milliseconds: Int32) {

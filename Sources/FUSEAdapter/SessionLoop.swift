@@ -1,5 +1,6 @@
 // The loop that reads requests from the kernel and hands them to libfuse, used in place of
-// libfuse's multi-threaded loop unless `--spin-us 0`. Why: a kernel-cold walk (`find`, `du`, a
+// libfuse's multi-threaded loop unless `--spin-us 0` or `--threads` is given, or only one CPU is
+// usable. Why: a kernel-cold walk (`find`, `du`, a
 // file manager's first look, the walk after a remount) is a ping-pong of one request at a time
 // between the walker and the daemon, and on a virtual machine most of each round trip is waking a
 // sleeping thread on another CPU (an inter-processor interrupt, which traps to the hypervisor).
@@ -9,7 +10,8 @@
 // took 1.2 to 1.4 s instead of 1.5 to 2.3 s (docs/PERFORMANCE.md, "Spinning for the next request").
 //
 // One thread serves every request, inline: no FUSE handler waits for the network or for another
-// request (anything that waits is answered later from a task, see Operations.swift), so a second
+// request (anything that waits is answered later from a task, see Operations.swift; open and
+// release touch the local disk cache at most), so a second
 // thread would only add the hand-over wake-ups this loop exists to avoid (measured: handing the
 // watch to a follower thread for each request lost the whole gain).
 //
@@ -17,8 +19,11 @@
 // exited and interrupt this thread (the one that mounted, as with libfuse's loop), which notices
 // between requests, in its poll(), or within a second should the signal land elsewhere (poll's
 // timeout: the net for a wake-up lost between the check and the poll). A read that says ENODEV
-// (unmounted, or the connection aborted) ends the loop too. Not spinning on a machine with one CPU,
-// where it would only take the CPU from the process whose request it waits for.
+// (unmounted, or the connection aborted) ends the loop too. Since signals are now delivered to the
+// thread that runs the callbacks (libfuse's workers block them), a system call in a callback may
+// fail with EINTR and must be retried where that matters (CacheFile.openForReading). Not spinning
+// where only one CPU is usable: it would only take the CPU from the process whose request it
+// waits for.
 
 import CFuse
 
@@ -32,9 +37,9 @@ enum SessionLoop {
     /// negative errno when reading the device failed.
     static func run(_ session: OpaquePointer, spinMicroseconds: Int) -> Int32 {
         let device = fuse_session_fd(session)
+        // The device stays non-blocking after the loop too: the teardown's drain wants that.
         let flags = fcntl(device, F_GETFL)
-        _ = fcntl(device, F_SETFL, flags | O_NONBLOCK)
-        defer { _ = fcntl(device, F_SETFL, flags) }
+        guard flags >= 0, fcntl(device, F_SETFL, flags | O_NONBLOCK) == 0 else { return -errno }
         let spin = UInt64(max(0, spinMicroseconds)) * 1000
         var buffer = fuse_buf()
         defer { free(buffer.mem) }
@@ -53,26 +58,40 @@ enum SessionLoop {
                 _ = poll(&fds, 1, 1000)
             case -EINTR:
                 continue
-            case 0:
-                // ENODEV, or told to exit: libfuse answers 0 for both.
-                return connectionGone(device) ? 0 : -EINTR
             default:
-                return received
+                // 0: ENODEV, or told to exit (libfuse answers 0 for both); a read racing an abort
+                // fails with ECONNABORTED.
+                return FUSESession.connectionGone(session) ? 0 : (received == 0 ? -EINTR : received)
             }
         }
-        return connectionGone(device) ? 0 : -EINTR
+        return FUSESession.connectionGone(session) ? 0 : -EINTR
     }
 
-    /// Spinning helps only where another CPU runs the process whose next request is awaited.
+    /// Spinning helps only where another CPU runs the process whose next request is awaited: the
+    /// CPUs this process may run on (taskset, systemd's CPUAffinity=, a container's cpuset), not
+    /// the machine's.
     static func spinMicroseconds(requested: Int) -> Int {
-        sysconf(Int32(_SC_NPROCESSORS_ONLN)) < 2 ? 0 : requested
+        usableCPUs() < 2 ? 0 : requested
     }
 
-    /// Whether the kernel ended the connection (unmounted or aborted): the device then polls as an
-    /// error.
-    private static func connectionGone(_ device: Int32) -> Bool {
-        var fds = pollfd(fd: device, events: Int16(POLLIN), revents: 0)
-        return poll(&fds, 1, 0) == 1 && fds.revents & Int16(POLLERR) != 0
+    /// The CPUs in this process's affinity mask ("Cpus_allowed:" of /proc/self/status, hex words
+    /// separated by commas; sched_getaffinity is not in Swift's Glibc module), else the machine's.
+    static func usableCPUs() -> Int {
+        if let file = fopen("/proc/self/status", "r") {
+            defer { fclose(file) }
+            var line: UnsafeMutablePointer<CChar>?
+            var capacity = 0
+            defer { free(line) }
+            while getline(&line, &capacity, file) > 0, let line {
+                let text = String(cString: line)
+                guard text.hasPrefix("Cpus_allowed:") else { continue }
+                let digits = text.dropFirst("Cpus_allowed:".count).filter { $0.isHexDigit }
+                let count = digits.reduce(0) { $0 + (Int(String($1), radix: 16) ?? 0).nonzeroBitCount }
+                if count > 0 { return count }
+                break
+            }
+        }
+        return sysconf(Int32(_SC_NPROCESSORS_ONLN))
     }
 
     private static func now() -> UInt64 {

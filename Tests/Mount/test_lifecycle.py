@@ -41,7 +41,7 @@ def assert_clean_shutdown(m):
 # a moment for the next request, and libfuse's multi-threaded loop (--spin-us 0, or --threads).
 LOOPS = [
     # (With one CPU the daemon never spins: the default then is libfuse's loop.)
-    pytest.param([], "serving requests on one thread, awake 200 µs" if (os.cpu_count() or 1) > 1
+    pytest.param([], "serving requests on one thread, awake 200 µs" if len(os.sched_getaffinity(0)) > 1
                  else "serving requests with libfuse's loop, up to 16 threads", id="spinning"),
     pytest.param(["--spin-us", "0"], "serving requests with libfuse's loop, up to 16 threads", id="libfuse"),
     pytest.param(["--threads", "4"], "serving requests with libfuse's loop, up to 4 threads", id="threads"),
@@ -67,6 +67,19 @@ def test_signal_unmounts_and_exits_zero(fake_factory, mount_factory, sig, args, 
     assert not is_mounted(m.path)
     assert os.listdir(m.path) == []
     assert "unmounted" in m.log_text()
+
+
+def test_one_usable_cpu_means_libfuses_loop(fake_factory, mount_factory):
+    """Spinning on the only CPU the daemon may use would take it from the process it waits for."""
+    fake = small_fake(fake_factory)
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})  # the daemon inherits it
+    try:
+        m = mount_with_loop(fake, mount_factory, [], "serving requests with libfuse's loop, up to 16 threads")
+    finally:
+        os.sched_setaffinity(0, allowed)
+    m.process.send_signal(signal.SIGTERM)
+    assert m.process.wait(timeout=15) == 0, m.log_text()
 
 
 @pytest.mark.parametrize("args,line", LOOPS)

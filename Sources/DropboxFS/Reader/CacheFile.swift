@@ -113,8 +113,11 @@ enum CacheFolder {
         return .success(items)
     }
 
+    /// Nil when the file cannot be opened (a signal interrupting the open is not such a failure:
+    /// the FUSE thread that calls this is the one signals are sent to).
     static func openForReading(_ path: String) -> CacheFile? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        var descriptor: Int32
+        repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
         return descriptor >= 0 ? CacheFile(descriptor: descriptor) : nil
     }
 
