@@ -180,7 +180,9 @@ def test_a_listing_another_caller_waits_for_goes_on(fake_factory, mount_factory)
         fake.add_file(f"/slow/file-{i:02}.txt", b"%d\n" % i)
     m = mount_factory(fake, "--no-prefetch", "--no-watch")
     assert os.listdir(m.path) == ["slow"]
-    stall(fake, "files/list_folder", count=1, seconds=4)
+    # Long enough for the steps below on a loaded machine: the listing must still be stalled when
+    # the first `ls` is interrupted (the second then waits out the rest of it).
+    stall(fake, "files/list_folder", count=1, seconds=10)
     first = subprocess.Popen(["ls", f"{m.path}/slow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_until(lambda: fired(fake, "files/list_folder") >= 1, timeout=10, message="the listing to reach the server")
     waiting = int(sync_status(m.path)["waiting"])
