@@ -73,17 +73,14 @@ enum MountPointChecks {
 
     /// Whether fuse.conf has an uncommented `user_allow_other` line (as fusermount3 reads it).
     static func fuseConfigurationAllowsOther(_ file: String) -> Bool {
-        guard let handle = fopen(file, "r") else { return false }
-        defer { fclose(handle) }
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(line) }
-        while getline(&line, &capacity, handle) > 0, let line {
-            var text = String(cString: line)
+        var allowed = false
+        forEachLine(ofFile: file) { line in
+            var text = line
             if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-            if text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }) == ["user_allow_other"] { return true }
+            allowed = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }) == ["user_allow_other"]
+            return !allowed
         }
-        return false
+        return allowed
     }
 
     /// True when `path` is the mount point of a mounted filesystem.

@@ -120,8 +120,8 @@ public final class FUSESession: Sendable {
         if result != 0 && result != -EINTR && result != SIGINT && result != SIGTERM && result != SIGHUP {
             Log.debug("fuse loop ended with \(result)")
         }
-        // The loop ends with 0 when the kernel says ENODEV: after an unmount (the mount is gone by
-        // then) or when the connection was aborted through fusectl (the mount is still there).
+        // Whatever the loop answered, the device tells whether the kernel ended the connection:
+        // after an unmount the mount is gone; after an abort through fusectl it is still there.
         let stillMounted = { device.map { device in MountTable.entries().contains(where: { $0.device == device }) } ?? true }
         if device != nil && stillMounted() && Self.connectionGone(session) {
             Log.info("the kernel connection of \(mountpoint) was aborted (/sys/fs/fuse/connections); stopping")

@@ -2,6 +2,8 @@
 // already a mount point, which dropboxfs mounts exist, and the device number of our own mount
 // (to tune its read-ahead); and the one way to detach a mount the daemon no longer serves.
 
+import DropboxFS
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -40,14 +42,10 @@ public enum MountTable {
     }
 
     public static func entries() -> [MountEntry] {
-        guard let file = fopen("/proc/self/mountinfo", "r") else { return [] }
-        defer { fclose(file) }
         var result: [MountEntry] = []
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(line) }
-        while getline(&line, &capacity, file) > 0, let line {
-            if let entry = parse(String(cString: line)) { result.append(entry) }
+        forEachLine(ofFile: "/proc/self/mountinfo") { line in
+            if let entry = parse(line) { result.append(entry) }
+            return true
         }
         return result
     }

@@ -1,60 +1,63 @@
 // The loop that reads requests from the kernel and hands them to libfuse, used in place of
 // libfuse's multi-threaded loop unless `--spin-us 0` or `--threads` is given, or only one CPU is
-// usable. Why: a kernel-cold walk (`find`, `du`, a
-// file manager's first look, the walk after a remount) is a ping-pong of one request at a time
-// between the walker and the daemon, and on a virtual machine most of each round trip is waking a
-// sleeping thread on another CPU (an inter-processor interrupt, which traps to the hypervisor).
-// Here the thread that waits for the next request stays awake for a moment (`spin`, 200 µs by
-// default) after each request before it sleeps in poll(), so the walker's next request finds it
-// awake: one wake-up per round trip instead of two. It yields the CPU at each turn, so staying
-// awake only ever uses a CPU that no other thread wants (a cold walk spins while the fill runs). On the project's 2-CPU VM a 100,000-entry walk
-// took 1.2 to 1.4 s instead of 1.5 to 2.3 s (docs/PERFORMANCE.md, "Spinning for the next request").
+// usable. Why: a kernel-cold walk (`find`, `du`, a file manager's first look, the walk after a
+// remount) is a ping-pong of one request at a time between the walker and the daemon, and on a
+// virtual machine most of each round trip is waking a sleeping thread on another CPU (an
+// inter-processor interrupt, which traps to the hypervisor). Here the thread that waits for the
+// next request stays awake for a moment (`spin`, 200 µs by default) after each request before it
+// sleeps in poll(), so the walker's next request finds it awake: one wake-up per round trip
+// instead of two. It yields the CPU at each turn, so staying awake only ever uses a CPU that no
+// other thread wants (a cold walk spins while the fill runs). On the project's 2-CPU VM a
+// 100,000-entry walk took 1.2 to 1.4 s instead of 1.5 to 2.3 s (docs/PERFORMANCE.md, "Spinning
+// for the next request").
 //
 // One thread serves every request, inline: no FUSE handler waits for the network or for another
 // request (anything that waits is answered later from a task, see Operations.swift; open and
-// release touch the local disk cache at most), so a second
-// thread would only add the hand-over wake-ups this loop exists to avoid (measured: handing the
-// watch to a follower thread for each request lost the whole gain).
+// release touch the local disk cache at most), so a second thread would only add the hand-over
+// wake-ups this loop exists to avoid (measured: handing the watch to a follower thread for each
+// request lost the whole gain).
 //
 // Ending: libfuse's signal handlers (SIGINT, SIGTERM, SIGHUP) and DetachWatch mark the session
 // exited and interrupt this thread (the one that mounted, as with libfuse's loop), which notices
 // between requests, in its poll(), or within a second should the signal land elsewhere (poll's
 // timeout: the net for a wake-up lost between the check and the poll). A read that says ENODEV
-// (unmounted, or the connection aborted) ends the loop too. Since signals are now delivered to the
+// (unmounted, or the connection aborted) ends the loop too; whether the kernel ended the
+// connection is FUSESession's to tell, from the device. Since signals are now delivered to the
 // thread that runs the callbacks (libfuse's workers block them), a system call in a callback may
 // fail with EINTR and must be retried where that matters (CacheFile.openForReading). Not spinning
 // where only one CPU is usable: it would only take the CPU from the process whose request it
 // waits for.
 
 import CFuse
+import DropboxFS
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 enum SessionLoop {
-    /// Serves requests on the calling thread until the session ends. Returns 0 when the kernel
-    /// ended the connection (unmounted or aborted), -EINTR when the session was told to exit, and a
-    /// negative errno when reading the device failed.
+    /// Serves requests on the calling thread until the session ends. Returns 0 when it ended
+    /// (told to exit, or the kernel ended the connection), a negative errno when reading the
+    /// device failed (ECONNABORTED: a read raced an abort).
     static func run(_ session: OpaquePointer, spinMicroseconds: Int) -> Int32 {
         let device = fuse_session_fd(session)
         // The device stays non-blocking after the loop too: the teardown's drain wants that.
         let flags = fcntl(device, F_GETFL)
         guard flags >= 0, fcntl(device, F_SETFL, flags | O_NONBLOCK) == 0 else { return -errno }
-        let spin = UInt64(max(0, spinMicroseconds)) * 1000
+        let spin = Double(max(0, spinMicroseconds)) / 1e6
         var buffer = fuse_buf()
         defer { free(buffer.mem) }
-        var awakeUntil: UInt64 = 0
+        var awakeUntil = 0.0
         while fuse_session_exited(session) == 0 {
             let received = fuse_session_receive_buf(session, &buffer)
             if received > 0 {
                 fuse_session_process_buf(session, &buffer)
-                if spin > 0 { awakeUntil = now() + spin }
+                if spin > 0 { awakeUntil = Filesystem.monotonicSeconds() + spin }
                 continue
             }
             switch received {
             case -EAGAIN:
-                if spin > 0 && now() < awakeUntil {
+                if spin > 0 && Filesystem.monotonicSeconds() < awakeUntil {
                     // Stay awake, but give the CPU to any other thread that wants it (the fill,
                     // the store's writer): spinning must only use a CPU that would be idle.
                     sched_yield()
@@ -65,12 +68,10 @@ enum SessionLoop {
             case -EINTR:
                 continue
             default:
-                // 0: ENODEV, or told to exit (libfuse answers 0 for both); a read racing an abort
-                // fails with ECONNABORTED.
-                return FUSESession.connectionGone(session) ? 0 : (received == 0 ? -EINTR : received)
+                return received  // 0: ENODEV, or told to exit (libfuse answers 0 for both)
             }
         }
-        return FUSESession.connectionGone(session) ? 0 : -EINTR
+        return 0
     }
 
     /// Spinning helps only where another CPU runs the process whose next request is awaited: the
@@ -83,26 +84,13 @@ enum SessionLoop {
     /// The CPUs in this process's affinity mask ("Cpus_allowed:" of /proc/self/status, hex words
     /// separated by commas; sched_getaffinity is not in Swift's Glibc module), else the machine's.
     static func usableCPUs() -> Int {
-        if let file = fopen("/proc/self/status", "r") {
-            defer { fclose(file) }
-            var line: UnsafeMutablePointer<CChar>?
-            var capacity = 0
-            defer { free(line) }
-            while getline(&line, &capacity, file) > 0, let line {
-                let text = String(cString: line)
-                guard text.hasPrefix("Cpus_allowed:") else { continue }
-                let digits = text.dropFirst("Cpus_allowed:".count).filter { $0.isHexDigit }
-                let count = digits.reduce(0) { $0 + (Int(String($1), radix: 16) ?? 0).nonzeroBitCount }
-                if count > 0 { return count }
-                break
-            }
+        var count = 0
+        forEachLine(ofFile: "/proc/self/status") { line in
+            guard line.hasPrefix("Cpus_allowed:") else { return true }
+            let digits = line.dropFirst("Cpus_allowed:".count).filter { $0.isHexDigit }
+            count = digits.reduce(0) { $0 + (Int(String($1), radix: 16) ?? 0).nonzeroBitCount }
+            return false
         }
-        return sysconf(Int32(_SC_NPROCESSORS_ONLN))
-    }
-
-    private static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+        return count > 0 ? count : sysconf(Int32(_SC_NPROCESSORS_ONLN))
     }
 }
