@@ -209,7 +209,7 @@ enum DirectoryCookie {
         var high = children.count
         while low < high {
             let middle = (low + high) / 2
-            if name.utf8.lexicographicallyPrecedes(tree.nodes[Int(children[middle])].name.utf8) {
+            if precedesUTF8(name, tree.nodes[Int(children[middle])].name) {
                 high = middle
             } else {
                 low = middle + 1

@@ -76,7 +76,7 @@ extension Node {
         }
         return FileAttributes(
             inode: UInt64(inode),
-            generation: generation,
+            generation: UInt64(generation),
             kind: kind,
             permissions: permissions,
             // Folders report 1 link, the "unknown subfolder count" convention (as btrfs does), so

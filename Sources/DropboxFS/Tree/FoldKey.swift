@@ -5,7 +5,7 @@
 // rules are its own: final sigma, dotted I, ß and other scripts need not match ours). The client's
 // own folding, `init(_:)` (NFC then per-scalar lowercase; ASCII names skip Foundation), is only a
 // guess of that key: the tree tries it first when looking a name up and keeps the few children whose
-// real key differs in FolderState.oddKeys (docs/SEMANTICS.md, "Names").
+// real key differs in FolderState.odd (docs/SEMANTICS.md, "Names").
 
 import Foundation
 
@@ -46,6 +46,27 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
         self.folded = folded
     }
 
+    /// Whether `key` is the folding of `name` (`FoldKey(name) == key`), without building the
+    /// folding of an ASCII name: the ChildTable checks its candidates with this.
+    static func folds(_ name: String, to key: FoldKey) -> Bool {
+        let checked: Bool? = name.utf8.withContiguousStorageIfAvailable { n in
+            key.folded.utf8.withContiguousStorageIfAvailable { k -> Bool? in
+                guard n.count == k.count else {
+                    // An ASCII name folds to as many bytes; only a non-ASCII one may differ in length.
+                    for byte in n where byte >= 0x80 { return nil }
+                    return false
+                }
+                for i in 0..<n.count {
+                    let byte = n[i]
+                    if byte >= 0x80 { return nil }
+                    if lowerASCII(byte) != k[i] { return false }
+                }
+                return true
+            } ?? nil
+        } ?? nil
+        return checked ?? sameUTF8(FoldKey(name).folded, key.folded)
+    }
+
     private static func lowerASCII(_ b: UInt8) -> UInt8 {
         b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b + 32 : b
     }
@@ -72,6 +93,21 @@ func sameUTF8(_ a: String, _ b: String) -> Bool {
     return fast ?? x.elementsEqual(y)
 }
 
+/// Whether `a`'s UTF-8 bytes sort before `b`'s (memcmp order, shorter first on a common prefix):
+/// the order of folder listings, sorted at each listing piece of a small folder.
+@inline(__always)
+func precedesUTF8(_ a: String, _ b: String) -> Bool {
+    let (x, y) = (a.utf8, b.utf8)
+    let fast: Bool? = x.withContiguousStorageIfAvailable { p in
+        y.withContiguousStorageIfAvailable { q in
+            let common = min(p.count, q.count)
+            let order = common == 0 ? 0 : memcmp(p.baseAddress!, q.baseAddress!, common)
+            return order != 0 ? order < 0 : p.count < q.count
+        }
+    } ?? nil
+    return fast ?? x.lexicographicallyPrecedes(y)
+}
+
 /// Feeds a string's UTF-8 bytes to a hasher in one call (byte identity, not canonical equivalence).
 @inline(__always)
 func hashUTF8(_ string: String, into hasher: inout Hasher) {
@@ -84,7 +120,7 @@ func hashUTF8(_ string: String, into hasher: inout Hasher) {
     hasher.combine(string.utf8.count)
 }
 
-/// A name compared and hashed by its exact UTF-8 bytes: the key of FolderState.oddKeys, which
+/// A name compared and hashed by its exact UTF-8 bytes: the key of OddKeys.byName, which
 /// finds a child by the bytes a lookup gives.
 struct ExactName: Hashable {
     let string: String

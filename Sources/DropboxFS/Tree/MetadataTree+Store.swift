@@ -16,7 +16,7 @@ struct StoredRecord {
     var node: Node?
     /// Dropbox's key for the node when it differs from the name (most lower-case names: nil).
     var key: String?
-    /// The key is not the client's folding of the name (FolderState.oddKeys): stored, so a load
+    /// The key is not the client's folding of the name (FolderState.odd): stored, so a load
     /// need not fold every name again to find the few.
     var oddKey = false
     var symlinkTarget: String?
@@ -42,7 +42,7 @@ extension MetadataTree {
             let node = nodes[Int(index)]
             guard node.attached, let key = key(of: index) else { return StoredRecord(index: index) }
             let parentSlot = Int(nodes[Int(node.parent)].folderSlot)
-            let odd = !folders[parentSlot].oddKeys.isEmpty && folders[parentSlot].oddKeys[ExactName(node.name)] == key
+            let odd = folders[parentSlot].odd?.keys[index] != nil
             return StoredRecord(
                 index: index, node: node, key: sameUTF8(key.folded, node.name) ? nil : key.folded, oddKey: odd,
                 symlinkTarget: symlinkTargets[index])
@@ -72,8 +72,7 @@ extension MetadataTree {
             scan.childCounts.append(0)
         }
         var node = node
-        node.generation = nextGeneration
-        nextGeneration += 1
+        node.generation = takeGeneration()
         node.lookups = 0
         node.seenEpoch = 0
         node.attached = true
@@ -113,11 +112,14 @@ extension MetadataTree {
                 restored = scan.keys[nextKey].key
                 nextKey += 1
             }
-            let key = restored?.key.map { FoldKey(sharing: $0) } ?? FoldKey(sharing: name)
-            guard folders[slot].children.updateValue(UInt32(i), forKey: key) == nil else {
+            let key = FoldKey(sharing: restored?.key ?? name)
+            let hash = ChildTable.hash(key)
+            guard child(inSlot: slot, key: key, hash: hash) == nil else {
                 throw TreeRestoreError(description: "two records under one key in folder \(parent)")
             }
-            if restored?.odd == true { folders[slot].oddKeys[ExactName(name)] = key }
+            folders[slot].children.insert(UInt32(i), hash: hash)
+            if nodes[i].folderSlot != 0, !Self.isASCII(name) { folders[Int(nodes[i].folderSlot)].ownKey = key.folded }
+            if restored?.odd == true { recordOddKey(key, of: UInt32(i), named: name, in: slot) }
             folders[slot].listedAt = time
             attachedCount += 1
         }
@@ -131,7 +133,7 @@ extension MetadataTree {
             reachable += 1
             let slot = Int(nodes[Int(current)].folderSlot)
             guard slot != 0 else { continue }
-            stack.append(contentsOf: folders[slot].children.values)
+            stack.append(contentsOf: folders[slot].children.children)
         }
         guard reachable == attachedCount else {
             throw TreeRestoreError(description: "\(attachedCount - reachable) records are not under the root")

@@ -43,8 +43,8 @@ struct MetadataTree {
     /// possible: a folder listing read in pieces resumes after such a node by its name.
     var freeList: [UInt32] = []
     private var freeHead = 0
-    /// The generation given to the next allocated node.
-    var nextGeneration: UInt64 = 1
+    /// The generation given to the next allocated node (wraps after 2^32, skipping 0).
+    var nextGeneration: UInt32 = 1
     /// How many nodes are attached (for statfs and progress).
     internal(set) var liveCount = 1
     /// Indices whose record changed (added, updated, renamed or removed) since the tree store last
@@ -82,29 +82,54 @@ struct MetadataTree {
 
     /// The child of `parent` under Dropbox's key `key` (a `path_lower` component).
     func lookup(parent: UInt32, key: FoldKey) -> ChildLookup {
-        guard let folder = folderState(parent) else { return .absent }
-        if let child = folder.children[key] { return .found(child) }
-        return folder.complete ? .absent : .unknown
+        guard let slot = folderSlot(parent) else { return .absent }
+        if let child = child(inSlot: slot, key: key) { return .found(child) }
+        return folders[slot].complete ? .absent : .unknown
     }
 
     /// The child of `parent` whose name is exactly `name` (byte for byte), found through the
-    /// client's folding `fold` of the name or, for the few children Dropbox keys otherwise, oddKeys.
+    /// client's folding `fold` of the name (`FoldKey(name)`) or, for the few children Dropbox keys
+    /// otherwise, OddKeys.
     func lookup(parent: UInt32, name: String, fold: FoldKey) -> ChildLookup {
-        guard let folder = folderState(parent) else { return .absent }
-        let key = folder.oddKeys.isEmpty ? fold : folder.oddKeys[ExactName(name)] ?? fold
-        if let child = folder.children[key], sameUTF8(nodes[Int(child)].name, name) {
-            return .found(child)
+        guard let slot = folderSlot(parent) else { return .absent }
+        let odd = folders[slot].odd
+        // A child filed under the name's folding is the one when its name is the same bytes (and
+        // it is not an odd child whose own key only shares the hash).
+        let found = folders[slot].children.find(hash: ChildTable.hash(fold)) { child in
+            sameUTF8(nodes[Int(child)].name, name) && odd?.keys[child] == nil
         }
-        return folder.complete ? .absent : .unknown
+        if let found { return .found(found) }
+        if let child = odd?.byName[ExactName(name)] { return .found(child) }
+        return folders[slot].complete ? .absent : .unknown
     }
 
     /// Dropbox's key of an attached child (the one its parent files it under).
     func key(of index: UInt32) -> FoldKey? {
         let node = nodes[Int(index)]
-        guard node.attached, index != Self.rootIndex, let folder = folderState(node.parent) else { return nil }
-        let guess = folder.oddKeys.isEmpty ? FoldKey(node.name) : folder.oddKeys[ExactName(node.name)] ?? FoldKey(node.name)
-        if folder.children[guess] == index { return guess }
-        return folder.children.first { $0.value == index }?.key
+        guard node.attached, index != Self.rootIndex, let slot = folderSlot(node.parent) else { return nil }
+        return key(ofChild: index, inSlot: slot)
+    }
+
+    /// Dropbox's key of the child `child` of the folder in `slot`: its OddKeys record, or its
+    /// name's folding.
+    private func key(ofChild child: UInt32, inSlot slot: Int) -> FoldKey {
+        if let key = folders[slot].odd?.keys[child] { return key }
+        let node = nodes[Int(child)]
+        if node.folderSlot != 0, let own = folders[Int(node.folderSlot)].ownKey { return FoldKey(sharing: own) }
+        return FoldKey(node.name)
+    }
+
+    /// The child of the folder in `slot` filed under `key`. A candidate (same hash, nearly always
+    /// the one) is checked against its OddKeys record, a folder's own key, or its name, without
+    /// building its key for an ASCII name (FoldKey.folds).
+    func child(inSlot slot: Int, key: FoldKey, hash: UInt32? = nil) -> UInt32? {
+        let odd = folders[slot].odd
+        return folders[slot].children.find(hash: hash ?? ChildTable.hash(key)) { child in
+            if let own = odd?.keys[child] { return own == key }
+            let node = nodes[Int(child)]
+            if node.folderSlot != 0, let own = folders[Int(node.folderSlot)].ownKey { return sameUTF8(own, key.folded) }
+            return FoldKey.folds(node.name, to: key)
+        }
     }
 
     /// The path to ask Dropbox for when listing `folder`: its `id`, or for a provisional folder
@@ -126,17 +151,23 @@ struct MetadataTree {
 
     func hasChildren(_ folder: UInt32) -> Bool { !(folderState(folder)?.children.isEmpty ?? true) }
 
+    /// The children of a folder in no particular order (no sort; see `children(of:)`).
+    func unorderedChildren(of folder: UInt32) -> [UInt32] { folderState(folder)?.children.children ?? [] }
+
     func listedAt(_ folder: UInt32) -> Double { folderState(folder)?.listedAt ?? 0 }
 
-    /// The children of a folder, sorted by name bytes so listings are stable.
+    /// Folders with more children than this keep their sorted order until they change.
+    static let sortedCacheMinimum = 64
+
+    /// The children of a folder, sorted by name bytes so listings are stable. The order of a big
+    /// folder is kept until it changes; a small one is sorted each time (keeping every folder's
+    /// order would cost 4 bytes per entry for as long as the mount lives).
     mutating func children(of folder: UInt32) -> [UInt32] {
         guard let slot = folderSlot(folder) else { return [] }
         let state = folders[slot]
         if let sorted = state.sorted, sorted.version == state.version { return sorted.children }
-        let children = state.children.values.sorted { a, b in
-            nodes[Int(a)].name.utf8.lexicographicallyPrecedes(nodes[Int(b)].name.utf8)
-        }
-        folders[slot].sorted = (state.version, children)
+        let children = state.children.children.sorted { a, b in precedesUTF8(nodes[Int(a)].name, nodes[Int(b)].name) }
+        folders[slot].sorted = children.count > Self.sortedCacheMinimum ? (state.version, children) : nil
         return children
     }
 
@@ -184,15 +215,18 @@ struct MetadataTree {
 
     // MARK: Kernel lookup counts
 
+    /// The kernel took `count` more references. The count saturates at 2^32 - 1, which no kernel
+    /// reaches without forgetting (it would take as many replies for one inode).
     mutating func addLookup(_ index: UInt32, count: UInt64 = 1) {
-        nodes[Int(index)].lookups += count
+        let sum = UInt64(nodes[Int(index)].lookups) + count
+        nodes[Int(index)].lookups = UInt32(min(sum, UInt64(UInt32.max)))
     }
 
     /// The kernel dropped `count` references; a detached node with none left is released.
     mutating func forget(_ index: UInt32, count: UInt64) {
         guard index > Self.rootIndex, Int(index) < nodes.count else { return }
-        let current = nodes[Int(index)].lookups
-        nodes[Int(index)].lookups = current > count ? current - count : 0
+        let current = UInt64(nodes[Int(index)].lookups)
+        nodes[Int(index)].lookups = current > count ? UInt32(current - count) : 0
         if nodes[Int(index)].lookups == 0 && !nodes[Int(index)].attached {
             release(index)
         }
@@ -217,7 +251,7 @@ struct MetadataTree {
         case .deleted: return nil
         }
         guard let parentSlot = folderSlot(parent) else { return nil }
-        if let existing = folders[parentSlot].children[key] {
+        if let existing = child(inSlot: parentSlot, key: key) {
             // A new revision of a file gets a new inode, as a replace-by-rename would on a local
             // disk: open handles keep the old inode, whose size and cached pages stay those of
             // their revision, and the name points to the new one.
@@ -260,7 +294,7 @@ struct MetadataTree {
         invalidations: inout [Invalidation]
     ) -> UInt32? {
         guard let parentSlot = folderSlot(parent) else { return nil }
-        if let existing = folders[parentSlot].children[key] {
+        if let existing = child(inSlot: parentSlot, key: key) {
             if nodes[Int(existing)].kind == .folder { return existing }
             detach(existing, from: parent, key: key, invalidations: &invalidations)
         }
@@ -283,7 +317,7 @@ struct MetadataTree {
 
     /// Removes the child under Dropbox's key `key` of `parent`, with its whole subtree.
     mutating func remove(parent: UInt32, key: FoldKey, invalidations: inout [Invalidation]) {
-        guard let child = folderState(parent)?.children[key] else { return }
+        guard let slot = folderSlot(parent), let child = child(inSlot: slot, key: key) else { return }
         detach(child, from: parent, key: key, invalidations: &invalidations)
     }
 
@@ -305,8 +339,8 @@ struct MetadataTree {
         of folder: UInt32, notIn seen: Set<UInt32>, invalidations: inout [Invalidation]
     ) {
         guard let children = folderState(folder)?.children else { return }
-        for (key, child) in children where !seen.contains(child) {
-            detach(child, from: folder, key: key, invalidations: &invalidations)
+        for (child, hash) in children.entries where !seen.contains(child) {
+            detach(child, from: folder, hash: hash, invalidations: &invalidations)
         }
     }
 
@@ -318,13 +352,13 @@ struct MetadataTree {
         var stack = [top]
         while let current = stack.popLast() {
             guard let slot = folderSlot(current) else { continue }
-            for (key, child) in folders[slot].children where nodes[Int(child)].seenEpoch < epoch {
-                detach(child, from: current, key: key, invalidations: &invalidations)
+            for (child, hash) in folders[slot].children.entries where nodes[Int(child)].seenEpoch < epoch {
+                detach(child, from: current, hash: hash, invalidations: &invalidations)
             }
             if !folders[slot].complete { folders[slot].complete = true }
             folders[slot].listedAt = time
-            for child in folders[slot].children.values where nodes[Int(child)].kind == .folder {
-                stack.append(child)
+            folders[slot].children.forEachChild { child in
+                if nodes[Int(child)].kind == .folder { stack.append(child) }
             }
         }
     }
@@ -383,8 +417,7 @@ struct MetadataTree {
 
     private mutating func allocate(_ node: Node) -> UInt32 {
         var node = node
-        node.generation = nextGeneration
-        nextGeneration += 1
+        node.generation = takeGeneration()
         if freeHead < freeList.count {
             let index = freeList[freeHead]
             freeHead += 1
@@ -400,6 +433,13 @@ struct MetadataTree {
         return UInt32(nodes.count - 1)
     }
 
+    /// The generation for a new node: 1, 2, ... wrapping after 2^32 - 1 to 1 (0 is never given).
+    mutating func takeGeneration() -> UInt32 {
+        let generation = nextGeneration
+        nextGeneration = nextGeneration == UInt32.max ? 1 : nextGeneration + 1
+        return generation
+    }
+
     /// Files a new node under `key` in `parent` and returns its index.
     private mutating func attach(
         _ node: Node, under parent: UInt32, key: FoldKey, epoch: UInt32?, complete: Bool,
@@ -407,17 +447,17 @@ struct MetadataTree {
     ) -> UInt32 {
         var node = node
         node.seenEpoch = epoch ?? 0
-        if node.kind == .folder { node.folderSlot = allocateFolder(FolderState(complete: complete)) }
+        if node.kind == .folder {
+            node.folderSlot = allocateFolder(FolderState(ownKey: Self.isASCII(node.name) ? nil : key.folded, complete: complete))
+        }
         let name = node.name
         let index = allocate(node)
         changedIndices?.insert(index)
         // Only a complete folder can have told the kernel "no such name" or filled its readdir
         // cache, so only its changes need kernel invalidation.
         if let parentSlot = folderSlot(parent) {
-            // Most keys are the name itself (lower-case names): store the name's string as the key.
-            let key = sameUTF8(key.folded, name) ? FoldKey(sharing: name) : key
-            folders[parentSlot].children[key] = index
-            noteKey(key, of: name, in: parentSlot)
+            folders[parentSlot].children.insert(index, hash: ChildTable.hash(key))
+            noteKey(key, of: index, named: name, in: parentSlot)
             folders[parentSlot].version &+= 1
             if folders[parentSlot].complete {
                 folders[parentSlot].stamp &+= 1
@@ -438,31 +478,53 @@ struct MetadataTree {
         let old = nodes[Int(index)].name
         invalidations.append(.entry(parent: parent, name: old))
         invalidations.append(.inode(parent))
-        forgetKey(key, of: old, in: parentSlot)
-        noteKey(key, of: name, in: parentSlot)
+        forgetKey(of: index, named: old, in: parentSlot)
+        noteKey(key, of: index, named: name, in: parentSlot)
         nodes[Int(index)].name = name
         changedIndices?.insert(index)
         folders[parentSlot].version &+= 1
         folders[parentSlot].stamp &+= 1
     }
 
-    /// Records in oddKeys a child's key when it is not our folding of its name.
-    mutating func noteKey(_ key: FoldKey, of name: String, in slot: Int) {
-        if !sameUTF8(key.folded, FoldKey(name).folded) { folders[slot].oddKeys[ExactName(name)] = key }
+    /// Whether a name is all ASCII (its folding is then cheap; FolderState.ownKey).
+    static func isASCII(_ name: String) -> Bool {
+        name.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 >= 0x80 } }
+            ?? !name.utf8.contains { $0 >= 0x80 }
     }
 
-    /// Removes a child's oddKeys record, if it has one.
-    private mutating func forgetKey(_ key: FoldKey, of name: String, in slot: Int) {
-        guard !folders[slot].oddKeys.isEmpty else { return }  // the common case: no hashing
-        if folders[slot].oddKeys[ExactName(name)] == key { folders[slot].oddKeys[ExactName(name)] = nil }
+    /// Records in OddKeys the child `index`'s key when it is not our folding of its name.
+    mutating func noteKey(_ key: FoldKey, of index: UInt32, named name: String, in slot: Int) {
+        if !FoldKey.folds(name, to: key) { recordOddKey(key, of: index, named: name, in: slot) }
+    }
+
+    /// Records the child `index`'s key in OddKeys (the caller knows it is odd).
+    mutating func recordOddKey(_ key: FoldKey, of index: UInt32, named name: String, in slot: Int) {
+        if folders[slot].odd == nil { folders[slot].odd = OddKeys() }
+        folders[slot].odd!.keys[index] = key
+        folders[slot].odd!.byName[ExactName(name)] = index
+    }
+
+    /// Removes the OddKeys record of the child `index` named `name`, if it has one.
+    private mutating func forgetKey(of index: UInt32, named name: String, in slot: Int) {
+        guard folders[slot].odd != nil else { return }  // the common case
+        folders[slot].odd!.keys[index] = nil
+        if folders[slot].odd!.byName[ExactName(name)] == index { folders[slot].odd!.byName[ExactName(name)] = nil }
+        if folders[slot].odd!.keys.isEmpty { folders[slot].odd = nil }
     }
 
     private mutating func detach(
         _ index: UInt32, from parent: UInt32, key: FoldKey, invalidations: inout [Invalidation]
     ) {
+        detach(index, from: parent, hash: ChildTable.hash(key), invalidations: &invalidations)
+    }
+
+    /// Removes the child `index`, filed under `hash` in `parent`, with its whole subtree.
+    private mutating func detach(
+        _ index: UInt32, from parent: UInt32, hash: UInt32, invalidations: inout [Invalidation]
+    ) {
         if let parentSlot = folderSlot(parent) {
-            folders[parentSlot].children[key] = nil
-            forgetKey(key, of: nodes[Int(index)].name, in: parentSlot)
+            folders[parentSlot].children.remove(index, hash: hash)
+            forgetKey(of: index, named: nodes[Int(index)].name, in: parentSlot)
             folders[parentSlot].version &+= 1
             folders[parentSlot].stamp &+= 1
         }
@@ -471,9 +533,9 @@ struct MetadataTree {
         var stack = [index]
         while let current = stack.popLast() {
             if let slot = folderSlot(current) {
-                stack.append(contentsOf: folders[slot].children.values)
+                stack.append(contentsOf: folders[slot].children.children)
                 // A detached folder the kernel still holds lists as empty.
-                folders[slot] = FolderState(children: [:], complete: true, listedAt: 0, stamp: folders[slot].stamp &+ 1)
+                folders[slot] = FolderState(complete: true, listedAt: 0, stamp: folders[slot].stamp &+ 1)
             }
             unconfirmedFolders[current] = nil
             changedIndices?.insert(current)

@@ -14,12 +14,16 @@ public enum NodeKind: UInt8, Sendable {
 
 /// What a folder knows about its children.
 struct FolderState {
-    /// Children by Dropbox's key (the last component of their `path_lower`) -> node index.
-    var children: [FoldKey: UInt32] = [:]
-    /// The key of each child whose Dropbox key is not the client's folding of its name (FoldKey),
-    /// by exact name: a lookup by name tries `FoldKey(name)` first, then this. Empty for almost
-    /// every folder (Dropbox's folding agrees with ours for most names).
-    var oddKeys: [ExactName: FoldKey] = [:]
+    /// Children by Dropbox's key (the last component of their `path_lower`), as node indices.
+    var children = ChildTable()
+    /// The children whose Dropbox key is not the client's folding of their name (FoldKey); nil for
+    /// almost every folder (Dropbox's folding agrees with ours for most names).
+    var odd: OddKeys?
+    /// The folder's own key in its parent when its name is not ASCII: a path walk (each entry of a
+    /// listing finds its parent by its `path_lower`) then compares it as bytes instead of folding
+    /// the name through Foundation at every step (MetadataTree.child(inSlot:key:)). A rename keeps
+    /// the entry's key, so this never changes while the folder is attached.
+    var ownKey: String?
     /// True once every child is known: a missing name is then answered without a request.
     var complete = false
     /// When the folder's listing completed (monotonic seconds), for expiry without a watcher.
@@ -34,9 +38,18 @@ struct FolderState {
     /// The `version` of the last listing handed to the kernel: when it differs, the kernel's
     /// cached listing of this folder may be stale.
     var servedVersion: UInt32 = 0
-    /// Children sorted by name bytes, for `version` (cached: sorting a big folder on every
-    /// opendir would hold the tree lock for long).
+    /// Children sorted by name bytes, for `version`, kept only for big folders (sorting one on
+    /// every listing piece would hold the tree lock for long; a small one sorts in microseconds,
+    /// and keeping every folder's order would cost 4 bytes per entry, MetadataTree.children(of:)).
     var sorted: (version: UInt32, children: [UInt32])?
+}
+
+/// The keys of a folder's children that are not the client's folding of their names: the key of
+/// each by its index (a key is not stored in the ChildTable), and each by its exact name, so a
+/// lookup by name finds it.
+struct OddKeys {
+    var keys: [UInt32: FoldKey] = [:]
+    var byName: [ExactName: UInt32] = [:]
 }
 
 /// An `id` or `rev` that does not fit the packed forms, kept as is. Immutable, so Node stays a value.
@@ -68,10 +81,12 @@ struct Node {
     private var idHigh: UInt64 = 0
     /// A packed `rev` (lowercase hex, 1 to 16 digits) as its value; `revForm` holds the digit count.
     private var revBits: UInt64 = 0
-    /// Distinguishes successive users of a reused index (FUSE's generation number).
-    var generation: UInt64 = 0
-    /// Kernel lookup count: how many LOOKUP/READDIRPLUS replies the kernel still holds.
-    var lookups: UInt64 = 0
+    /// Distinguishes successive users of a reused index (FUSE's generation number). 32 bits: it
+    /// would take 4 billion new entries for one index to meet its own generation again.
+    var generation: UInt32 = 0
+    /// Kernel lookup count: how many LOOKUP/READDIRPLUS replies the kernel still holds (32 bits,
+    /// saturating: MetadataTree.addLookup).
+    var lookups: UInt32 = 0
     /// Index of the parent folder (the root is its own parent).
     var parent: UInt32
     /// The fill epoch that last saw this entry; a completed full listing removes older ones.

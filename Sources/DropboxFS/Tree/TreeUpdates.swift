@@ -234,5 +234,5 @@ struct ParentMemo {
     var path: String
     var folder: UInt32
     /// The folder's generation: a page may detach it and reuse its index for another entry.
-    var generation: UInt64
+    var generation: UInt32
 }
