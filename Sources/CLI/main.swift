@@ -10,7 +10,10 @@ Secrets.seal()  // before anything can start a child process (and before the des
 Daemon.sealInheritedDescriptors()
 Environment.fillHome()
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "mount" { OpenFileLimit.raiseToHardLimit() }  // a long-running daemon
+if arguments.first == "mount" {  // a long-running daemon
+    OpenFileLimit.raiseToHardLimit()
+    MallocArenas.limit()
+}
 
 func run(_ arguments: [String]) -> ExitCode {
     guard let command = arguments.first else {

@@ -2,6 +2,7 @@
 #include "cshim.h"
 #include <sys/xattr.h>
 #include <sys/prctl.h>
+#include <malloc.h>
 
 CURLcode dbx_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -34,4 +35,8 @@ ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t siz
 
 int dbx_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+int dbx_set_malloc_arena_max(int arenas) {
+    return mallopt(M_ARENA_MAX, arenas);
 }

@@ -35,7 +35,7 @@ import DropboxFS
     import Glibc
 #endif
 
-enum SessionLoop {
+public enum SessionLoop {
     /// Serves requests on the calling thread until the session ends. Returns 0 when it ended
     /// (told to exit, or the kernel ended the connection), a negative errno when reading the
     /// device failed (ECONNABORTED: a read raced an abort).
@@ -83,7 +83,7 @@ enum SessionLoop {
 
     /// The CPUs in this process's affinity mask ("Cpus_allowed:" of /proc/self/status, hex words
     /// separated by commas; sched_getaffinity is not in Swift's Glibc module), else the machine's.
-    static func usableCPUs() -> Int {
+    public static func usableCPUs() -> Int {
         var count = 0
         forEachLine(ofFile: "/proc/self/status") { line in
             guard line.hasPrefix("Cpus_allowed:") else { return true }

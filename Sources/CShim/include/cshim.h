@@ -19,6 +19,10 @@ CURLMcode dbx_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 // getxattr(2): <sys/xattr.h> is not part of Swift's Glibc module.
 ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t size);
 
+// mallopt(M_ARENA_MAX, arenas): <malloc.h> is not part of Swift's Glibc module. Returns mallopt's
+// result (1 on success).
+int dbx_set_malloc_arena_max(int arenas);
+
 // prctl(PR_SET_DUMPABLE, 0): prctl is variadic, so Swift cannot call it. Returns prctl's result.
 int dbx_set_not_dumpable(void);
 
