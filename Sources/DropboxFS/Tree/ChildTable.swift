@@ -4,7 +4,7 @@
 // slot: the key's 32-bit hash and the child's index. The key itself is not stored: it is the
 // child's name folded (FoldKey), or for the few children Dropbox keys otherwise, the folder's
 // OddKeys record, and the caller says whether a candidate is the one it looks for
-// (MetadataTree.keyMatches). The hash tag makes a wrong candidate nearly always rejected without
+// (MetadataTree.child(inSlot:key:hash:)). The hash tag makes a wrong candidate nearly always rejected without
 // looking at its name. Hashes come from Swift's Hasher, seeded per process, so names chosen by a
 // hostile server cannot be made to collide. Open addressing with linear probing and backward-shift
 // deletion (no tombstones); at most 3/4 full. Guarded by whatever guards the tree (LiveTree.state).
@@ -60,7 +60,23 @@ struct ChildTable {
             if slots[i] == 0 { return false }
             i = (i + 1) & mask
         }
-        // Backward shift: move up each later entry of the run that may live at the hole.
+        vacate(i)
+        return true
+    }
+
+    /// Removes `child` wherever it is filed, looking at every slot: the fallback when the hash it
+    /// was filed under is not known (MetadataTree.detach). False when it is not there.
+    @discardableResult
+    mutating func remove(_ child: UInt32) -> Bool {
+        guard let i = slots.firstIndex(where: { $0 != 0 && UInt32(truncatingIfNeeded: $0) == child }) else { return false }
+        vacate(i)
+        return true
+    }
+
+    /// Empties slot `i`, moving up each later entry of its run that may live there (backward
+    /// shift, so no tombstones are needed).
+    private mutating func vacate(_ i: Int) {
+        let mask = slots.count - 1
         var hole = i
         var j = i
         while true {
@@ -78,7 +94,6 @@ struct ChildTable {
         slots[hole] = 0
         count -= 1
         if count == 0 { slots = [] }
-        return true
     }
 
     /// Sizes the table for `capacity` children at once (the load of a stored tree knows each count).

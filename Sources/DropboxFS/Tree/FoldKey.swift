@@ -47,20 +47,15 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `key` is the folding of `name` (`FoldKey(name) == key`), without building the
-    /// folding of an ASCII name: the ChildTable checks its candidates with this.
+    /// folding of an ASCII name: the ChildTable checks its candidates with this. A name with any
+    /// non-ASCII byte is folded in full: there an ASCII letter may compose with a mark after it
+    /// (a + U+0308 is ä), so no byte-wise shortcut is safe.
     static func folds(_ name: String, to key: FoldKey) -> Bool {
         let checked: Bool? = name.utf8.withContiguousStorageIfAvailable { n in
             key.folded.utf8.withContiguousStorageIfAvailable { k -> Bool? in
-                guard n.count == k.count else {
-                    // An ASCII name folds to as many bytes; only a non-ASCII one may differ in length.
-                    for byte in n where byte >= 0x80 { return nil }
-                    return false
-                }
-                for i in 0..<n.count {
-                    let byte = n[i]
-                    if byte >= 0x80 { return nil }
-                    if lowerASCII(byte) != k[i] { return false }
-                }
+                for byte in n where byte >= 0x80 { return nil }
+                guard n.count == k.count else { return false }
+                for i in 0..<n.count where lowerASCII(n[i]) != k[i] { return false }
                 return true
             } ?? nil
         } ?? nil

@@ -118,8 +118,13 @@ extension MetadataTree {
                 throw TreeRestoreError(description: "two records under one key in folder \(parent)")
             }
             folders[slot].children.insert(UInt32(i), hash: hash)
-            if nodes[i].folderSlot != 0, !Self.isASCII(name) { folders[Int(nodes[i].folderSlot)].ownKey = key.folded }
-            if restored?.odd == true { recordOddKey(key, of: UInt32(i), named: name, in: slot) }
+            let keyIsName = restored?.key == nil
+            nodes[i].keyIsName = keyIsName
+            if nodes[i].folderSlot != 0, !keyIsName, !Self.isASCII(name) { folders[Int(nodes[i].folderSlot)].ownKey = key.folded }
+            // The stored flag spares folding every name at load; an ASCII name costs nothing to
+            // check, so a wrong flag there (a damaged file) cannot hide the child from its key.
+            let odd = restored?.odd == true || (!keyIsName && Self.isASCII(name) && !FoldKey.folds(name, to: key))
+            if odd { recordOddKey(key, of: UInt32(i), named: name, in: slot) }
             folders[slot].listedAt = time
             attachedCount += 1
         }

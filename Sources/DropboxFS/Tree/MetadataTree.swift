@@ -115,18 +115,21 @@ struct MetadataTree {
     private func key(ofChild child: UInt32, inSlot slot: Int) -> FoldKey {
         if let key = folders[slot].odd?.keys[child] { return key }
         let node = nodes[Int(child)]
+        if node.keyIsName { return FoldKey(sharing: node.name) }
         if node.folderSlot != 0, let own = folders[Int(node.folderSlot)].ownKey { return FoldKey(sharing: own) }
         return FoldKey(node.name)
     }
 
     /// The child of the folder in `slot` filed under `key`. A candidate (same hash, nearly always
-    /// the one) is checked against its OddKeys record, a folder's own key, or its name, without
-    /// building its key for an ASCII name (FoldKey.folds).
+    /// the one) is checked against its OddKeys record, its name when that is its key
+    /// (`Node.keyIsName`), a folder's own key, or else its name's folding (built only for a
+    /// non-ASCII name, FoldKey.folds).
     func child(inSlot slot: Int, key: FoldKey, hash: UInt32? = nil) -> UInt32? {
         let odd = folders[slot].odd
         return folders[slot].children.find(hash: hash ?? ChildTable.hash(key)) { child in
             if let own = odd?.keys[child] { return own == key }
             let node = nodes[Int(child)]
+            if node.keyIsName { return sameUTF8(node.name, key.folded) }
             if node.folderSlot != 0, let own = folders[Int(node.folderSlot)].ownKey { return sameUTF8(own, key.folded) }
             return FoldKey.folds(node.name, to: key)
         }
@@ -447,8 +450,10 @@ struct MetadataTree {
     ) -> UInt32 {
         var node = node
         node.seenEpoch = epoch ?? 0
+        node.keyIsName = sameUTF8(key.folded, node.name)
         if node.kind == .folder {
-            node.folderSlot = allocateFolder(FolderState(ownKey: Self.isASCII(node.name) ? nil : key.folded, complete: complete))
+            let ownKey = node.keyIsName || Self.isASCII(node.name) ? nil : key.folded
+            node.folderSlot = allocateFolder(FolderState(ownKey: ownKey, complete: complete))
         }
         let name = node.name
         let index = allocate(node)
@@ -481,6 +486,7 @@ struct MetadataTree {
         forgetKey(of: index, named: old, in: parentSlot)
         noteKey(key, of: index, named: name, in: parentSlot)
         nodes[Int(index)].name = name
+        nodes[Int(index)].keyIsName = sameUTF8(key.folded, name)
         changedIndices?.insert(index)
         folders[parentSlot].version &+= 1
         folders[parentSlot].stamp &+= 1
@@ -523,7 +529,9 @@ struct MetadataTree {
         _ index: UInt32, from parent: UInt32, hash: UInt32, invalidations: inout [Invalidation]
     ) {
         if let parentSlot = folderSlot(parent) {
-            folders[parentSlot].children.remove(index, hash: hash)
+            // A child filed under another hash than its key's (a stored tree whose odd-key flag
+            // was wrong) is still taken out, so the table never keeps a released index.
+            if !folders[parentSlot].children.remove(index, hash: hash) { folders[parentSlot].children.remove(index) }
             forgetKey(of: index, named: nodes[Int(index)].name, in: parentSlot)
             folders[parentSlot].version &+= 1
             folders[parentSlot].stamp &+= 1

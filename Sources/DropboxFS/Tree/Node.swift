@@ -19,10 +19,10 @@ struct FolderState {
     /// The children whose Dropbox key is not the client's folding of their name (FoldKey); nil for
     /// almost every folder (Dropbox's folding agrees with ours for most names).
     var odd: OddKeys?
-    /// The folder's own key in its parent when its name is not ASCII: a path walk (each entry of a
-    /// listing finds its parent by its `path_lower`) then compares it as bytes instead of folding
-    /// the name through Foundation at every step (MetadataTree.child(inSlot:key:)). A rename keeps
-    /// the entry's key, so this never changes while the folder is attached.
+    /// The folder's own key in its parent when its name is not ASCII and not its key: a path walk
+    /// (each entry of a listing finds its parent by its `path_lower`) then compares it as bytes
+    /// instead of folding the name through Foundation at every step (MetadataTree.child). A
+    /// rename keeps the entry's key, so this never changes while the folder is attached.
     var ownKey: String?
     /// True once every child is known: a missing name is then answered without a request.
     var complete = false
@@ -109,6 +109,7 @@ struct Node {
     private static let zeroHash = ContentHash(bytes: [UInt8](repeating: 0, count: 32))
     private static let attachedFlag: UInt8 = 1
     private static let downloadableFlag: UInt8 = 2
+    private static let keyIsNameFlag: UInt8 = 4
     private static let hashFlag: UInt8 = 8
     private static let provisionalFlag: UInt8 = 16
     private static let spilled: UInt8 = 0xFF
@@ -130,6 +131,13 @@ struct Node {
     var provisional: Bool {
         get { flag(Self.provisionalFlag) }
         set { setFlag(Self.provisionalFlag, newValue) }
+    }
+
+    /// Dropbox's key for the entry is its name byte for byte (a lower-case name, or one with no
+    /// case at all): its parent's ChildTable checks it without folding (MetadataTree.child).
+    var keyIsName: Bool {
+        get { flag(Self.keyIsNameFlag) }
+        set { setFlag(Self.keyIsNameFlag, newValue) }
     }
 
     var contentHash: ContentHash? {

@@ -69,11 +69,13 @@ extension CoreTests {
             "readme.txt", "README.TXT", "ReadMe.Txt", "IMG_0001.JPG", "a", "Z", "", "file 1 (copy).md",
             "Café.txt", "café.txt", "cafe\u{301}.txt", "CAFE\u{301}.TXT", "ΣΣΣ.txt", "Straße", "İstanbul",
             "写真", "😀 emoji", "A\u{7F}b", "x" + String(repeating: "Y", count: 200),
+            // An ASCII letter composing with the mark after it, the length unchanged by the fold.
+            "a\u{308}\u{130}", "A\u{308}",
         ])
         func foldsAgreesWithFoldKey(name: String) {
             let candidates = [
                 FoldKey(name).folded, name, name.lowercased(), name.uppercased(), "readme.txt", "café.txt", "σσσ.txt",
-                FoldKey(name).folded + "x", String(FoldKey(name).folded.dropLast()),
+                FoldKey(name).folded + "x", String(FoldKey(name).folded.dropLast()), "ä", "äi\u{307}",
             ]
             for candidate in candidates {
                 let key = FoldKey(alreadyFolded: Substring(candidate))
@@ -178,6 +180,30 @@ extension CoreTests {
             _ = folder("données", "DONNÉES")
             #expect(tree.lookup(parent: root, key: FoldKey(alreadyFolded: "données")) == .found(donnees))
             #expect(tree.lookup(parent: root, name: "DONNÉES", fold: FoldKey("DONNÉES")) == .found(donnees))
+        }
+
+        /// A stored tree whose odd-key flag is wrong (a damaged file): an ASCII name is checked at
+        /// load, so its child is found by its key; a non-ASCII one is trusted, and removing it still
+        /// takes its index out of the folder's table (no released index left behind).
+        @Test func restoredKeysWithAWrongFlag() throws {
+            var tree = MetadataTree(folderTime: 0)
+            var scan = RestoreScan()
+            let records: [(name: String, key: String?)] = [("Plain.txt", "weird"), ("Été", "odd"), ("b.txt", nil)]
+            for (offset, record) in records.enumerated() {
+                try tree.restore(
+                    Node(parent: MetadataTree.rootIndex, name: record.name, kind: .file), at: UInt32(2 + offset),
+                    key: record.key, oddKey: false, symlinkTarget: nil, scan: &scan)
+            }
+            try tree.finishRestore(scan, at: 0)
+            let root = MetadataTree.rootIndex
+            #expect(tree.lookup(parent: root, key: FoldKey(alreadyFolded: "weird")) == .found(2))
+            #expect(tree.lookup(parent: root, name: "Plain.txt", fold: FoldKey("Plain.txt")) == .found(2))
+            #expect(tree.key(of: 2)?.folded == "weird")
+            #expect(tree.lookup(parent: root, key: FoldKey(alreadyFolded: "b.txt")) == .found(4))
+            var invalidations: [Invalidation] = []
+            tree.remove(3, invalidations: &invalidations)
+            #expect(Set(tree.unorderedChildren(of: root)) == [2, 4])
+            #expect(tree.node(3) == nil)
         }
 
         /// The node is what a million entries cost most: 128 bytes (was 136 with 64-bit generation
