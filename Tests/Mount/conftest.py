@@ -114,8 +114,26 @@ def fake_factory():
         fake.stop()
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the test item, so a fixture's teardown can tell that the test
+    failed (mount_factory then shows the daemons' logs)."""
+    report = yield
+    setattr(item, "report_" + report.when, report)
+    return report
+
+
+def show_daemon_logs(mounts, lines=80):
+    """Prints the end of each daemon's log; pytest shows it with the failure ("Captured stdout
+    teardown"), so a failure seen once in CI can be read without running it again."""
+    for m in mounts:
+        text = m.log_text().splitlines()
+        print(f"---- {m.log_path} (last {min(lines, len(text))} of {len(text)} lines) ----")
+        print("\n".join(text[-lines:]))
+
+
 @pytest.fixture
-def mount_factory(binary, tmp_path):
+def mount_factory(binary, tmp_path, request):
     mounts = []
 
     def start(fake, *args, env_extra=None, allowed_log=(), mountpoint=None):
@@ -132,6 +150,9 @@ def mount_factory(binary, tmp_path):
         return m
 
     yield start
+    call = getattr(request.node, "report_call", None)
+    if call is not None and call.failed:
+        show_daemon_logs(mounts)
     unmount_all(mounts)
 
 
