@@ -284,7 +284,8 @@ private final class BranchSplitter {
         case .done:
             return false
         case .listing:
-            guard pages >= engine.options.fill.splitAfterPages, engine.fillWantsMoreBranches() else { return false }
+            guard pages >= engine.options.fill.splitAfterPages, engine.fillWantsMoreBranches(), engine.reserveProbe()
+            else { return false }
             let engine = self.engine
             let folder = listing.top
             let probe = self.probe
@@ -339,6 +340,21 @@ extension SyncEngine {
         }
     }
 
+    /// Counts the folder listing a split is weighed on (the probe) against the request budget
+    /// before it is sent; false when it does not fit. A probe is a request whether or not the split
+    /// follows: a branch that ends while its probe is in flight, which a loaded machine makes
+    /// common, wasted it, and uncounted probes took a fill past its budget.
+    fileprivate func reserveProbe() -> Bool {
+        state.withLock { s in
+            guard var queue = s.fillQueue,
+                queue.overhead + 1 + queue.listings <= fillBudget(pagesApplied: s.progress.pages)
+            else { return false }
+            queue.overhead += 1
+            s.fillQueue = queue
+            return true
+        }
+    }
+
     /// Replaces the branch of `listing` by recursive listings of its subfolders, queued first, if
     /// they fit the request budget: the folder's own listing (`folderEntries`) is applied and the
     /// subfolders are planned in one step. Returns whether it did; the branch's listing then stops.
@@ -354,9 +370,10 @@ extension SyncEngine {
                 return count
             }
             // What the split costs beyond the data's pages: the subfolders' listings list again
-            // what the branch's pages so far held, the page in flight when it stops is lost, the
-            // folder's own listing is one more, and each new listing ends with a partial page.
-            let waste = pagesSoFar + 2
+            // what the branch's pages so far held, the page in flight when it stops is lost, and
+            // each new listing ends with a partial page (the folder's own listing, the probe, was
+            // counted when it was sent: reserveProbe).
+            let waste = pagesSoFar + 1
             guard subfolderCount > 0, queue.listings + subfolderCount <= options.fill.maxListings,
                 queue.overhead + waste + queue.listings + subfolderCount <= fillBudget(pagesApplied: s.progress.pages)
             else { return false }
