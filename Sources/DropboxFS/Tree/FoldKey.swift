@@ -15,12 +15,7 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
     public let folded: String
 
     public init(_ name: String) {
-        var ascii = true
-        for byte in name.utf8 where byte >= 0x80 {
-            ascii = false
-            break
-        }
-        if ascii {
+        if isASCII(name) {
             var needsLowering = false
             for byte in name.utf8 where byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
                 needsLowering = true
@@ -51,15 +46,9 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
     /// non-ASCII byte is folded in full: there an ASCII letter may compose with a mark after it
     /// (a + U+0308 is ä), so no byte-wise shortcut is safe.
     static func folds(_ name: String, to key: FoldKey) -> Bool {
-        let checked: Bool? = name.utf8.withContiguousStorageIfAvailable { n in
-            key.folded.utf8.withContiguousStorageIfAvailable { k -> Bool? in
-                for byte in n where byte >= 0x80 { return nil }
-                guard n.count == k.count else { return false }
-                for i in 0..<n.count where lowerASCII(n[i]) != k[i] { return false }
-                return true
-            } ?? nil
-        } ?? nil
-        return checked ?? sameUTF8(FoldKey(name).folded, key.folded)
+        guard isASCII(name) else { return sameUTF8(FoldKey(name).folded, key.folded) }
+        let (n, k) = (name.utf8, key.folded.utf8)
+        return n.count == k.count && zip(n, k).allSatisfy { lowerASCII($0) == $1 }
     }
 
     private static func lowerASCII(_ b: UInt8) -> UInt8 {
@@ -86,6 +75,13 @@ func sameUTF8(_ a: String, _ b: String) -> Bool {
         }
     } ?? nil
     return fast ?? x.elementsEqual(y)
+}
+
+/// Whether a string is all ASCII (its folding is then a byte-wise lower-casing).
+@inline(__always)
+func isASCII(_ string: String) -> Bool {
+    string.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 >= 0x80 } }
+        ?? !string.utf8.contains { $0 >= 0x80 }
 }
 
 /// Whether `a`'s UTF-8 bytes sort before `b`'s (memcmp order, shorter first on a common prefix):

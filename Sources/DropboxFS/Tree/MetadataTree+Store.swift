@@ -120,10 +120,10 @@ extension MetadataTree {
             folders[slot].children.insert(UInt32(i), hash: hash)
             let keyIsName = restored?.key == nil
             nodes[i].keyIsName = keyIsName
-            if nodes[i].folderSlot != 0, !keyIsName, !Self.isASCII(name) { folders[Int(nodes[i].folderSlot)].ownKey = key.folded }
+            if nodes[i].folderSlot != 0, !keyIsName, !isASCII(name) { folders[Int(nodes[i].folderSlot)].ownKey = key.folded }
             // The stored flag spares folding every name at load; an ASCII name costs nothing to
             // check, so a wrong flag there (a damaged file) cannot hide the child from its key.
-            let odd = restored?.odd == true || (!keyIsName && Self.isASCII(name) && !FoldKey.folds(name, to: key))
+            let odd = restored?.odd == true || (!keyIsName && isASCII(name) && !FoldKey.folds(name, to: key))
             if odd { recordOddKey(key, of: UInt32(i), named: name, in: slot) }
             folders[slot].listedAt = time
             attachedCount += 1

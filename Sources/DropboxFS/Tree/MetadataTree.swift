@@ -154,9 +154,6 @@ struct MetadataTree {
 
     func hasChildren(_ folder: UInt32) -> Bool { !(folderState(folder)?.children.isEmpty ?? true) }
 
-    /// The children of a folder in no particular order (no sort; see `children(of:)`).
-    func unorderedChildren(of folder: UInt32) -> [UInt32] { folderState(folder)?.children.children ?? [] }
-
     func listedAt(_ folder: UInt32) -> Double { folderState(folder)?.listedAt ?? 0 }
 
     /// Folders with more children than this keep their sorted order until they change.
@@ -452,7 +449,7 @@ struct MetadataTree {
         node.seenEpoch = epoch ?? 0
         node.keyIsName = sameUTF8(key.folded, node.name)
         if node.kind == .folder {
-            let ownKey = node.keyIsName || Self.isASCII(node.name) ? nil : key.folded
+            let ownKey = node.keyIsName || isASCII(node.name) ? nil : key.folded
             node.folderSlot = allocateFolder(FolderState(ownKey: ownKey, complete: complete))
         }
         let name = node.name
@@ -490,12 +487,6 @@ struct MetadataTree {
         changedIndices?.insert(index)
         folders[parentSlot].version &+= 1
         folders[parentSlot].stamp &+= 1
-    }
-
-    /// Whether a name is all ASCII (its folding is then cheap; FolderState.ownKey).
-    static func isASCII(_ name: String) -> Bool {
-        name.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 >= 0x80 } }
-            ?? !name.utf8.contains { $0 >= 0x80 }
     }
 
     /// Records in OddKeys the child `index`'s key when it is not our folding of its name.

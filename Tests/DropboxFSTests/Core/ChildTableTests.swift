@@ -122,7 +122,7 @@ extension CoreTests {
                     metadata: Self.file(name), invalidations: &invalidations)
                 indices[key] = index
             }
-            #expect(Set(tree.unorderedChildren(of: root)) == Set(indices.values))
+            #expect(Set(tree.folders[Int(tree.nodes[Int(root)].folderSlot)].children.children) == Set(indices.values))
             for (key, name) in entries {
                 let index = indices[key]!
                 #expect(tree.lookup(parent: root, key: FoldKey(alreadyFolded: Substring(key))) == .found(index))
@@ -202,7 +202,7 @@ extension CoreTests {
             #expect(tree.lookup(parent: root, key: FoldKey(alreadyFolded: "b.txt")) == .found(4))
             var invalidations: [Invalidation] = []
             tree.remove(3, invalidations: &invalidations)
-            #expect(Set(tree.unorderedChildren(of: root)) == [2, 4])
+            #expect(Set(tree.folders[Int(tree.nodes[Int(root)].folderSlot)].children.children) == [2, 4])
             #expect(tree.node(3) == nil)
         }
 
