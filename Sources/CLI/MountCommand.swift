@@ -110,7 +110,8 @@ enum MountCommand {
             core: core,
             timeouts: CacheTimeouts(
                 entry: configuration.attrTimeout, attributes: configuration.attrTimeout,
-                negative: configuration.attrTimeout))
+                negative: configuration.attrTimeout),
+            leanWalkAfter: configuration.leanWalkAfter)
         let session = FUSESession(
             filesystem: adapter, mountpoint: mountpoint, mountOptions: configuration.mountOptions,
             maxThreads: configuration.threads, spinMicroseconds: configuration.spinMicroseconds)
@@ -172,6 +173,8 @@ struct MountConfiguration {
     var threads: Int
     /// SessionLoop's spin; 0 selects libfuse's multi-threaded loop of `threads`.
     var spinMicroseconds: Int
+    /// Folders a thread reads before files go lean in its listings (FUSEAdapter's Walkers); 0 never.
+    var leanWalkAfter: Int
     /// Recursive listings in flight during the whole-account fill (1: one chain of pages).
     var fillParallel: Int
     /// Whole-tree background listing, and change following (with kernel invalidation).
@@ -243,6 +246,14 @@ struct MountConfiguration {
         } else {
             // Asking for threads asks for the loop that has them.
             spinMicroseconds = parsed.value("threads") == nil ? 200 : 0
+        }
+        if let text = parsed.value("lean-walk-after") {
+            guard let value = Int(text), (0...1_000_000).contains(value) else {
+                throw UsageError(description: "--lean-walk-after must be a number from 0 to 1000000")
+            }
+            leanWalkAfter = value
+        } else {
+            leanWalkAfter = 32
         }
         if let text = parsed.value("fill-parallel") {
             guard let value = Int(text), (1...32).contains(value) else {

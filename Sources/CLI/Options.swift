@@ -130,6 +130,12 @@ enum Options {
                     + "cold walks for a little CPU (default 200; 0: libfuse's multi-threaded loop, see --threads)",
                 mountOption: true),
             OptionSpec(
+                name: "lean-walk-after", value: "N",
+                help: "once a process has read N folders, list files to it by name and type only, which is all "
+                    + "`find` needs: faster walks, no kernel inode per file; its first stat of such a file gives it "
+                    + "full listings again (default 32; 0: always full listings)",
+                mountOption: true),
+            OptionSpec(
                 name: "threads", value: "N",
                 help: "threads of libfuse's multi-threaded loop, which this option selects unless --spin-us is given "
                     + "(default 16)",

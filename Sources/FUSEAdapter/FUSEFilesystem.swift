@@ -1,6 +1,6 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
 // kernel cache settings, the owner of the requests in flight (RequestOwner.swift), which processes
-// are file managers (FileManagers.swift), the failure counts (OperationFailures.swift), and one
+// are file managers (FileManagers.swift), which threads walk lean (Walkers.swift), the failure counts (OperationFailures.swift), and one
 // decision taken when the kernel connects (whether opendir is answered at all; see
 // FUSEOperations.configure).
 
@@ -20,10 +20,15 @@ public final class FUSEFilesystem: Sendable {
     let fileManagers = FileManagers()
     /// Failed requests per operation (the one failure path logs and counts them).
     let failures = OperationFailures()
+    /// Which threads' listings carry files lean (names and types only).
+    let walkers: Walkers
 
-    public init(core: Filesystem, timeouts: CacheTimeouts) {
+    /// `leanWalkAfter`: the folders a thread reads with full listings before its files go lean
+    /// (Walkers.swift); 0 keeps every listing full.
+    public init(core: Filesystem, timeouts: CacheTimeouts, leanWalkAfter: Int = 0) {
         self.core = core
         self.timeouts = timeouts
+        self.walkers = Walkers(after: leanWalkAfter)
     }
 
     /// The FUSEFilesystem of a request (installed as session userdata by FUSESession).

@@ -10,19 +10,33 @@
 import DropboxFS
 
 enum Operations {
+    /// A file looked up is also a sign that its caller wants files' attributes (Walkers.swift).
+    /// When its folder was listed lean, the kernel's cached lean listings are dropped before the
+    /// reply, so the caller's next folders are listed afresh rather than looked up file by file.
     static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
-        let (core, timeouts) = (request.core, request.timeouts)
+        let (core, timeouts, walkers, pid) = (request.core, request.timeouts, request.filesystem.walkers, request.caller.pid)
         request.answer(
             now: { () throws(FilesystemError) -> Reply? in
                 switch try core.lookupCached(parent: parent, name: name) {
-                case .found(let attributes): return .entry(attributes, timeouts)
+                case .found(let attributes):
+                    if attributes.kind != .folder {
+                        if walkers.listedLean(parent) { return nil }
+                        let dropped = walkers.lookedUpFile(pid: pid, in: parent)
+                        if !dropped.isEmpty { Task { await core.dropKernelListings(dropped) } }
+                    }
+                    return .entry(attributes, timeouts)
                 case .notFound: return .negativeEntry(timeout: timeouts.negative)
                 case .needsListing: return nil
                 }
             },
             later: { () throws(FilesystemError) -> Reply in
                 do throws(FilesystemError) {
-                    return .entry(try await core.lookup(parent: parent, name: name), timeouts)
+                    let attributes = try await core.lookup(parent: parent, name: name)
+                    if attributes.kind != .folder {
+                        let dropped = walkers.lookedUpFile(pid: pid, in: parent)
+                        if !dropped.isEmpty { await core.dropKernelListings(dropped) }
+                    }
+                    return .entry(attributes, timeouts)
                 } catch .notFound {
                     return .negativeEntry(timeout: timeouts.negative)
                 }
@@ -64,22 +78,25 @@ enum Operations {
             })
     }
 
-    /// readdir and readdirplus: one piece of a listing from `offset`, packed into at most `size` bytes.
+    /// readdir and readdirplus: one piece of a listing from `offset`, packed into at most `size`
+    /// bytes; in readdirplus, files go lean for a thread that walks (Walkers.swift).
     static func readdir(_ request: FUSERequest, size: Int, offset: UInt64, plus: Bool) {
         let (core, inode, timeouts, isFileManager) = (request.core, request.inode, request.timeouts, fileManagerCheck(request))
+        let lean = plus && request.filesystem.walkers.listsLean(
+            pid: request.caller.pid, folder: inode, firstPiece: offset == 0, isFileManager: isFileManager)
         request.answer(
             now: { () throws(FilesystemError) -> Reply? in
                 var piece = DirectoryBuffer(size: size, plus: plus, timeouts: timeouts)
                 let served = try core.readDirectoryCached(
-                    inode, from: offset, countingLookups: plus, isFileManager: isFileManager
+                    inode, from: offset, countingLookups: plus, leanFiles: lean, isFileManager: isFileManager
                 ) { entry, next in piece.add(entry, nextOffset: next) }
                 return served ? .bytes(piece.take()) : nil
             },
             later: { () throws(FilesystemError) -> Reply in
                 var piece = DirectoryBuffer(size: size, plus: plus, timeouts: timeouts)
-                try await core.readDirectory(inode, from: offset, countingLookups: plus, isFileManager: isFileManager) {
-                    entry, next in piece.add(entry, nextOffset: next)
-                }
+                try await core.readDirectory(
+                    inode, from: offset, countingLookups: plus, leanFiles: lean, isFileManager: isFileManager
+                ) { entry, next in piece.add(entry, nextOffset: next) }
                 return .bytes(piece.take())
             })
     }
@@ -132,13 +149,16 @@ enum Operations {
     }
 
     /// The root's status attribute also carries what only the adapter knows: the requests
-    /// waiting for an answer (`waiting=N`: a listing, a download, a token) and the failure counts
+    /// waiting for an answer (`waiting=N`: a listing, a download, a token), the listing pieces
+    /// served lean and the files looked up (`lean_listings=N file_lookups=N`, Walkers.swift) and the
+    /// failure counts
     /// (OperationFailures).
     static func getxattr(_ request: FUSERequest, name: String, size: Int) {
         request.answer { () throws(FilesystemError) -> Reply in
             var value = try request.core.extendedAttribute(name, of: request.inode)
             if request.inode == Filesystem.rootInode && name == Filesystem.statusAttribute {
-                value += " waiting=\(request.filesystem.requests.pendingCount) " + request.filesystem.failures.statusFields
+                value += " waiting=\(request.filesystem.requests.pendingCount) " + request.filesystem.walkers.statusFields
+                    + " " + request.filesystem.failures.statusFields
             }
             return try Reply.xattr(Array(value.utf8), size: size)
         }

@@ -180,7 +180,8 @@ enum StatConversion {
 
 /// One readdir or readdirplus piece: entries packed in the kernel's format until the kernel's
 /// buffer is full. An entry that does not fit is refused whole (the core then does not count it
-/// as a kernel lookup). In readdirplus, "." and ".." carry inode 0, so they count as no lookup.
+/// as a kernel lookup). In readdirplus, "." and ".." carry inode 0, so they count as no lookup, and
+/// so do lean entries (DirectoryEntry.lean): the kernel then emits the name and type only.
 /// (libfuse's packing functions never use their request argument, so none is needed here.)
 struct DirectoryBuffer {
     let plus: Bool
@@ -215,7 +216,7 @@ struct DirectoryBuffer {
             let offset = off_t(Int64(bitPattern: nextOffset))
             if plus {
                 var param = StatConversion.entry(entry.attributes, timeouts: timeouts)
-                if Self.isDot(entry.name) { param.ino = 0 }
+                if entry.lean || Self.isDot(entry.name) { param.ino = 0 }
                 return fuse_add_direntry_plus(nil, start, remaining, entry.name, &param, offset)
             }
             var st = StatConversion.stat(entry.attributes)

@@ -53,13 +53,14 @@ extension Filesystem {
     /// Returns false, having offered nothing, when the folder must be listed first, or when a file
     /// manager's first piece waits for the folder's thumbnails (`isFileManager` is asked only
     /// then): call `readDirectory` then. `nextOffset` is the cookie of the entry after `entry`;
-    /// with `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup.
+    /// with `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup,
+    /// but with `leanFiles` files are offered lean (DirectoryEntry.lean) and count none.
     public func readDirectoryCached(
-        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, isFileManager: () -> Bool,
-        add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
+        isFileManager: () -> Bool, add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
     ) throws(FilesystemError) -> Bool {
         guard try servesNow(inode, firstPiece: cookie == 0, isFileManager: isFileManager) else { return false }
-        try readDirectory(inode, from: cookie, countingLookups: countingLookups, add: add)
+        try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: leanFiles, add: add)
         return true
     }
 
@@ -67,11 +68,11 @@ extension Filesystem {
     /// when needed, and for a file manager's first piece once the folder's thumbnails are written
     /// (or after a short wait).
     public func readDirectory(
-        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, isFileManager: () -> Bool,
-        add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
+        isFileManager: () -> Bool, add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
     ) async throws(FilesystemError) {
         try await prepare(inode, firstPiece: cookie == 0, isFileManager: isFileManager)
-        try readDirectory(inode, from: cookie, countingLookups: countingLookups, add: add)
+        try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: leanFiles, add: add)
     }
 
     /// Whether a folder can be served at once: it is listed (later pieces are served from the
@@ -93,6 +94,13 @@ extension Filesystem {
             if Task.isCancelled { throw .interrupted }
         }
         try await prepareDirectory(inode)
+    }
+
+    /// Asks the kernel to drop its cached listings of these folders, so the next reader of each
+    /// gets it afresh (after lean walks: FUSEAdapter's Walkers). Delivered as any invalidation;
+    /// returns once delivered.
+    public func dropKernelListings(_ folders: [UInt64]) async {
+        await invalidations.publishAndWait(folders.map { .inode($0) })
     }
 
     /// The kernel caches every folder's listing until invalidated, and keeps an earlier cached
@@ -136,9 +144,11 @@ extension Filesystem {
 
     /// Offers the entries of a listed folder after offset `cookie` (0: from the start) to `add`
     /// until it returns false; `nextOffset` is the cookie of the entry after it. With
-    /// `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup.
+    /// `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup, except
+    /// files offered lean (`leanFiles`): a walk such as `find` needs only their names and types,
+    /// and the kernel then makes no inode of each (FUSEAdapter's Walkers decides).
     func readDirectory(
-        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool,
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
         add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
     ) throws(FilesystemError) {
         let index = try Self.index(inode)
@@ -162,10 +172,12 @@ extension Filesystem {
             }
             while position < children.count {
                 let child = children[position]
+                let lean = leanFiles && s.tree.nodes[Int(child)].kind != .folder
                 let entry = DirectoryEntry(
-                    name: s.tree.nodes[Int(child)].name, attributes: s.tree.attributes(of: child, ownership: ownership))
+                    name: s.tree.nodes[Int(child)].name, attributes: s.tree.attributes(of: child, ownership: ownership),
+                    lean: lean)
                 guard add(entry, DirectoryCookie.after(child: child, position: position)) else { return }
-                if countingLookups { s.tree.addLookup(child) }
+                if countingLookups && !lean { s.tree.addLookup(child) }
                 position += 1
             }
         }

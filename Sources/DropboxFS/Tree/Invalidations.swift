@@ -1,7 +1,9 @@
 // Delivery of kernel cache invalidations. Tree changes are collected under the tree's lock and
 // handed to the FUSE layer afterwards on one serial queue: libfuse forbids calling the
 // notify_inval functions from the path of a related request (the kernel may hold the folder's lock
-// while it waits for our reply), so no request ever waits for a delivery.
+// while it waits for our reply), so no request waits for a delivery, with one exception: a lookup
+// after a lean walk waits for the drop of cached folder listings (`publishAndWait`, inode
+// invalidations only: the kernel's notify_inval_inode takes no folder lock, only the cached pages).
 //
 // Every batch is delivered a second time a moment later. A reply built before a change (a
 // readdir piece, a lookup's "no such name") can reach the kernel's caches after the change's
@@ -37,13 +39,26 @@ final class InvalidationPublisher: Sendable {
         sink.withLock { $0 = newSink }
     }
 
-    func publish(_ invalidations: [Invalidation]) {
-        guard !invalidations.isEmpty, let deliver = sink.withLock({ $0 }) else { return }
+    func publish(_ invalidations: [Invalidation], delivered: (@Sendable () -> Void)? = nil) {
+        guard !invalidations.isEmpty, let deliver = sink.withLock({ $0 }) else {
+            delivered?()
+            return
+        }
         var seen = Set<InvalidationKey>()
         let unique = invalidations.filter { seen.insert(InvalidationKey($0)).inserted }
-        queue.async { deliver(unique) }
+        queue.async {
+            deliver(unique)
+            delivered?()
+        }
         if let repeatMilliseconds {
             queue.asyncAfter(deadline: .now() + .milliseconds(repeatMilliseconds)) { deliver(unique) }
+        }
+    }
+
+    /// Publishes, and returns once the first delivery is done (at once without a sink).
+    func publishAndWait(_ invalidations: [Invalidation]) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            publish(invalidations) { done.resume() }
         }
     }
 }

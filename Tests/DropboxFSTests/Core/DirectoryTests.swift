@@ -175,6 +175,40 @@ extension CoreTests {
             }
         }
 
+        /// Lean files (for a walk that needs names and types only) carry their attributes for the
+        /// adapter to pack, but count no kernel lookup; folders still count one.
+        @Test func leanFilesCountNoLookup() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/s/a", size: 1)
+            fake.addFile("/s/b", size: 2)
+            fake.addFolder("/s/f")
+            let clock = ManualClock()
+            let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
+            let s = try await resolve(fs, "/s")
+            try await fs.prepareDirectory(s.inode)
+            var entries: [DirectoryEntry] = []
+            try fs.readDirectory(s.inode, from: 0, countingLookups: true, leanFiles: true) { entry, _ in
+                entries.append(entry)
+                return true
+            }
+            #expect(entries.map(\.name) == [".", "..", "a", "b", "f"])
+            #expect(entries.map(\.lean) == [false, false, true, true, false])
+            #expect(entries.map(\.attributes.kind) == [.folder, .folder, .file, .file, .folder])
+            #expect(entries[3].attributes.size == 2)
+            let inodes = Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.attributes.inode) })
+
+            // Remove them remotely and relist: only the folder is held by the kernel.
+            for name in ["a", "b", "f"] { fake.delete("/s/\(name)") }
+            clock.advance(by: 11)
+            #expect(try await names(fs, s.inode) == [])
+            #expect(try fs.attributes(of: try #require(inodes["f"])).kind == .folder, "held once")
+            for name in ["a", "b"] {
+                #expect(throws: FilesystemError.stale, "\(name) was never handed over") {
+                    try fs.attributes(of: try #require(inodes[name]))
+                }
+            }
+        }
+
         /// A folder removed remotely while the kernel holds it lists as empty, at once.
         @Test func aRemovedFolderTheKernelHoldsListsAsEmpty() async throws {
             let fake = InMemoryDropbox()

@@ -1,0 +1,104 @@
+// Lean walks: which threads get their files' names and types only (Walkers.swift). A thread's
+// first `after` folders are full; then its files go lean until it looks a file up; a file manager
+// is never lean; the folders listed lean are handed back once, for the kernel to drop them.
+
+import Synchronization
+import Testing
+
+@testable import FUSEAdapter
+
+@Suite struct WalkersTests {
+    /// A clock the test moves by hand.
+    final class Clock: Sendable {
+        private let value = Mutex<Double>(100)
+        var now: Double { value.withLock { $0 } }
+        func advance(_ seconds: Double) { value.withLock { $0 += seconds } }
+    }
+
+    static func notFileManager() -> Bool { false }
+
+    /// Reads `count` folders (inodes from `first`) as a walker does: the first piece of each, then
+    /// a second, empty one. Returns whether each first piece went lean.
+    static func walk(_ walkers: Walkers, pid: Int32, folders count: Int, first: UInt64 = 100) -> [Bool] {
+        (0..<count).map { i in
+            let lean = walkers.listsLean(pid: pid, folder: first + UInt64(i), firstPiece: true, isFileManager: notFileManager)
+            let again = walkers.listsLean(pid: pid, folder: first + UInt64(i), firstPiece: false, isFileManager: notFileManager)
+            #expect(lean == again, "the pieces of one folder go alike")
+            return lean
+        }
+    }
+
+    @Test func aThreadsFilesGoLeanAfterItsFirstFolders() {
+        let walkers = Walkers(after: 3)
+        #expect(Self.walk(walkers, pid: 7, folders: 6) == [false, false, false, true, true, true])
+        #expect(walkers.statusFields == "lean_listings=6 file_lookups=0", "two pieces of each of three folders")
+        #expect(Self.walk(walkers, pid: 8, folders: 4) == [false, false, false, true], "each thread counts its own")
+    }
+
+    @Test func offWithZeroOrNoCaller() {
+        for walkers in [Walkers(after: 0), Walkers(after: -1)] {
+            #expect(Self.walk(walkers, pid: 7, folders: 100).allSatisfy { !$0 })
+            #expect(walkers.lookedUpFile(pid: 7, in: 100).isEmpty)
+            #expect(!walkers.listedLean(100))
+            #expect(walkers.statusFields == "lean_listings=0 file_lookups=1", "file lookups are counted all the same")
+        }
+        #expect(Self.walk(Walkers(after: 1), pid: 0, folders: 5).allSatisfy { !$0 }, "no caller (the kernel itself)")
+    }
+
+    @Test func aFileLookedUpBringsFullListingsBack() {
+        let walkers = Walkers(after: 1)
+        #expect(Self.walk(walkers, pid: 7, folders: 3) == [false, true, true])
+        // A file in a folder listed full (101 was lean, 100 was not) hands nothing back...
+        #expect(walkers.lookedUpFile(pid: 7, in: 100).isEmpty)
+        // ... but the thread wants attributes now: full listings from here on.
+        #expect(Self.walk(walkers, pid: 7, folders: 3, first: 200) == [false, false, false])
+        // Another thread that walks lean is not affected.
+        #expect(Self.walk(walkers, pid: 9, folders: 2, first: 300) == [false, true])
+    }
+
+    @Test func theFoldersListedLeanAreHandedBackOnceForTheKernelToDrop() {
+        let walkers = Walkers(after: 1)
+        _ = Self.walk(walkers, pid: 7, folders: 4)  // 101, 102 and 103 lean
+        #expect(!walkers.listedLean(100) && walkers.listedLean(102))
+        // A stat of a lean file by another thread (`du` after `find`).
+        #expect(Set(walkers.lookedUpFile(pid: 8, in: 102)) == [101, 102, 103])
+        #expect(!walkers.listedLean(102), "dropped")
+        #expect(walkers.lookedUpFile(pid: 8, in: 103).isEmpty, "each folder is handed back once")
+        // The walker goes on lean; its new folders are tracked afresh.
+        #expect(Self.walk(walkers, pid: 7, folders: 1, first: 500) == [true])
+        #expect(walkers.lookedUpFile(pid: 7, in: 500) == [500])
+    }
+
+    @Test func fileManagersNeverGoLeanAndAreAskedOnce() {
+        let walkers = Walkers(after: 1)
+        let asked = Mutex(0)
+        let fileManager = { asked.withLock { $0 += 1 }; return true }
+        var lean: [Bool] = []
+        for folder in UInt64(1)...5 {
+            lean.append(walkers.listsLean(pid: 7, folder: folder, firstPiece: true, isFileManager: fileManager))
+        }
+        #expect(lean == [false, false, false, false, false])
+        #expect(asked.withLock { $0 } == 1, "asked only once its files would have gone lean")
+        #expect(walkers.statusFields == "lean_listings=0 file_lookups=0")
+    }
+
+    @Test func anIdleThreadsRecordIsForgotten() {
+        let clock = Clock()
+        let walkers = Walkers(after: 2, now: { clock.now })
+        #expect(Self.walk(walkers, pid: 7, folders: 3) == [false, false, true])
+        _ = walkers.lookedUpFile(pid: 7, in: 1)
+        clock.advance(Walkers.memory + 1)
+        // Thread id 7 now belongs to another program (or the same one, started again).
+        #expect(Self.walk(walkers, pid: 7, folders: 3) == [false, false, true])
+    }
+
+    @Test func recordsArePrunedOfIdleThreads() {
+        let clock = Clock()
+        let walkers = Walkers(after: 1, now: { clock.now })
+        for pid in 1...Int32(Walkers.pruneAbove) { _ = Self.walk(walkers, pid: pid, folders: 1) }
+        clock.advance(Walkers.memory + 1)
+        // The next new thread prunes the idle ones; a thread walking again starts afresh.
+        _ = Self.walk(walkers, pid: 5000, folders: 1)
+        #expect(Self.walk(walkers, pid: 1, folders: 2) == [false, true])
+    }
+}
