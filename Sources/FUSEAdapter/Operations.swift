@@ -11,18 +11,20 @@ import DropboxFS
 
 enum Operations {
     /// A file looked up is also a sign that its caller wants files' attributes (Walkers.swift).
-    /// When its folder was listed lean, the kernel's cached lean listings are dropped before the
-    /// reply, so the caller's next folders are listed afresh rather than looked up file by file.
+    /// A lookup in a folder listed lean is answered from a Task, once the kernel's cached lean
+    /// listings are dropped (or after `Walkers.dropWait`), so the caller's next folders are listed
+    /// afresh rather than looked up file by file.
     static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
         let (core, timeouts, walkers, pid) = (request.core, request.timeouts, request.filesystem.walkers, request.caller.pid)
         request.answer(
             now: { () throws(FilesystemError) -> Reply? in
+                // Asked before the lookup counts a kernel reference: `later` counts its own.
+                if walkers.listedLean(parent) { return nil }
                 switch try core.lookupCached(parent: parent, name: name) {
                 case .found(let attributes):
                     if attributes.kind != .folder {
-                        if walkers.listedLean(parent) { return nil }
                         let dropped = walkers.lookedUpFile(pid: pid, in: parent)
-                        if !dropped.isEmpty { Task { await core.dropKernelListings(dropped) } }
+                        if !dropped.isEmpty { Task { await core.dropKernelListings(dropped, waitingAtMost: 0) } }
                     }
                     return .entry(attributes, timeouts)
                 case .notFound: return .negativeEntry(timeout: timeouts.negative)
@@ -34,7 +36,7 @@ enum Operations {
                     let attributes = try await core.lookup(parent: parent, name: name)
                     if attributes.kind != .folder {
                         let dropped = walkers.lookedUpFile(pid: pid, in: parent)
-                        if !dropped.isEmpty { await core.dropKernelListings(dropped) }
+                        if !dropped.isEmpty { await core.dropKernelListings(dropped, waitingAtMost: Walkers.dropWait) }
                     }
                     return .entry(attributes, timeouts)
                 } catch .notFound {
@@ -46,6 +48,7 @@ enum Operations {
     static func forget(_ request: FUSERequest, _ forgets: [(inode: UInt64, count: UInt64)]) {
         request.answer { () throws(FilesystemError) -> Reply in
             for forget in forgets { request.core.forget(forget.inode, count: forget.count) }
+            request.filesystem.walkers.forgot(forgets.lazy.map(\.inode))
             return .forgotten
         }
     }

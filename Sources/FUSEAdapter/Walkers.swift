@@ -1,5 +1,5 @@
 // Lean walks. A readdirplus entry hands the kernel a node with its attributes, and the kernel makes
-// an inode of each (about 1 KiB of kernel memory, and most of the kernel time of a walk). `find`
+// an inode of each (about 1.2 KiB of kernel slab, and most of the kernel time of a walk). `find`
 // over a big tree, and any walk that matches names only, never looks at a file's attributes: it
 // reads the type from the listing. So once a thread has read `after` folders, the files in its
 // listings go lean (a name and a type, no node: DirectoryEntry.lean); folders keep their nodes, so
@@ -12,8 +12,8 @@
 // every folder listed lean so far: whoever reads them next gets them afresh, and full unless it
 // walks lean itself. A `du` after a `find` pays one folder's files in lookups, not every file's.
 //
-// Measured (docs/PERFORMANCE.md, "Lean walks"): a kernel-cold `find` of 1,000,000 entries took
-// about half the time, with about half the kernel time in `find`.
+// Measured (docs/PERFORMANCE.md, "Lean walks"): a kernel-cold `find` of 1,000,000 entries takes
+// half the time, with a third of the kernel time in `find`, and leaves a tenth of the kernel slab.
 //
 // The kernel names the calling thread (fuse_req_ctx), so a record is per thread; records idle for
 // `memory` seconds are dropped, so a reused thread id starts afresh. `state` (a Mutex) guards the
@@ -23,10 +23,14 @@ import DropboxFS
 import Synchronization
 
 final class Walkers: Sendable {
-    /// How long a thread's record is kept after its last listing (seconds).
+    /// How long a thread's record is kept after its last listing or file lookup (seconds).
     static let memory: Double = 10
     /// Records beyond this many are pruned of the idle ones.
     static let pruneAbove = 1024
+    /// The longest a lookup waits for the kernel to drop the cached lean listings (seconds): a
+    /// drop after a walk of 100,000 folders is that many kernel calls, and the lookup need not wait
+    /// for the last of them.
+    static let dropWait: Double = 0.2
 
     private struct Walker {
         var folders = 0
@@ -60,18 +64,14 @@ final class Walkers: Sendable {
         guard after > 0, pid > 0 else { return false }
         let time = now()
         let candidate = state.withLock { s -> Bool in
-            var walker = s.walkers[pid].flatMap { time - $0.at < Self.memory ? $0 : nil } ?? Walker(at: time)
-            if firstPiece { walker.folders += 1 }
-            walker.at = time
-            if s.walkers[pid] == nil, s.walkers.count >= Self.pruneAbove {
-                s.walkers = s.walkers.filter { time - $0.value.at < Self.memory }
+            Self.update(pid, at: time, in: &s) { walker in
+                if firstPiece { walker.folders += 1 }
+                return !walker.wantsAttributes && walker.folders > after
             }
-            s.walkers[pid] = walker
-            return !walker.wantsAttributes && walker.folders > after
         }
         guard candidate else { return false }
         if isFileManager() {
-            wantsAttributes(pid: pid)
+            state.withLock { s in Self.update(pid, at: time, in: &s) { $0.wantsAttributes = true } }
             return false
         }
         state.withLock { s in
@@ -81,36 +81,52 @@ final class Walkers: Sendable {
         return true
     }
 
-    /// Whether `folder` was listed lean and not dropped yet: a lookup of a file in it then drops
-    /// the lean listings before it answers.
+    /// Whether `folder` was listed lean and its cached listing not dropped yet: a lookup of a file
+    /// in it then drops the lean listings before it answers.
     func listedLean(_ folder: UInt64) -> Bool {
         guard after > 0 else { return false }
         return state.withLock { $0.leanFolders.contains(folder) }
     }
 
-    /// Thread `pid` looked up a file in `folder`: its listings carry attributes from now on. When
-    /// that folder was listed lean, returns the folders listed lean so far, whose cached listings
-    /// the kernel should drop (each is returned once).
+    /// Thread `pid` looked up a file in `folder`: its listings carry attributes from now on (a
+    /// thread not seen yet, e.g. one whose listings the kernel served from its cache, included).
+    /// When that folder was listed lean, returns the folders listed lean so far, whose cached
+    /// listings the kernel should drop (each is returned once).
     func lookedUpFile(pid: Int32, in folder: UInt64) -> [UInt64] {
         guard after > 0 else {
             state.withLock { $0.fileLookups += 1 }
             return []
         }
-        wantsAttributes(pid: pid)
+        let time = now()
         return state.withLock { s -> [UInt64] in
             s.fileLookups += 1
+            if pid > 0 { Self.update(pid, at: time, in: &s) { $0.wantsAttributes = true } }
             guard s.leanFolders.contains(folder) else { return [] }
             defer { s.leanFolders = [] }
             return Array(s.leanFolders)
         }
     }
 
-    private func wantsAttributes(pid: Int32) {
+    /// The kernel forgot these inodes: a forgotten folder has no cached listing left to drop.
+    func forgot<Inodes: Sequence<UInt64>>(_ inodes: Inodes) {
+        guard after > 0 else { return }
         state.withLock { s in
-            guard var walker = s.walkers[pid], !walker.wantsAttributes else { return }
-            walker.wantsAttributes = true
-            s.walkers[pid] = walker
+            guard !s.leanFolders.isEmpty else { return }
+            for inode in inodes { s.leanFolders.remove(inode) }
         }
+    }
+
+    /// Changes thread `pid`'s record (a fresh one when it has none or it is idle past `memory`),
+    /// which counts as used at `time`; prunes idle records before adding one past `pruneAbove`.
+    private static func update<T>(_ pid: Int32, at time: Double, in s: inout State, _ change: (inout Walker) -> T) -> T {
+        var walker = s.walkers[pid].flatMap { time - $0.at < memory ? $0 : nil } ?? Walker(at: time)
+        let result = change(&walker)
+        walker.at = time
+        if s.walkers[pid] == nil, s.walkers.count >= pruneAbove {
+            s.walkers = s.walkers.filter { time - $0.value.at < memory }
+        }
+        s.walkers[pid] = walker
+        return result
     }
 
     /// For the root's status attribute: the listing pieces served lean, and the files looked up.

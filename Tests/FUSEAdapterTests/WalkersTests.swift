@@ -69,6 +69,23 @@ import Testing
         #expect(walkers.lookedUpFile(pid: 7, in: 500) == [500])
     }
 
+    @Test func aThreadFirstSeenLookingUpAFileGetsFullListings() {
+        // `du` after `find`: its first folders come from the kernel's cache, its first request is a
+        // lookup of a lean file.
+        let walkers = Walkers(after: 1)
+        _ = Self.walk(walkers, pid: 7, folders: 3)
+        #expect(walkers.lookedUpFile(pid: 8, in: 101) == [101, 102])
+        #expect(Self.walk(walkers, pid: 8, folders: 4, first: 200).allSatisfy { !$0 })
+    }
+
+    @Test func forgottenFoldersNeedNoDrop() {
+        let walkers = Walkers(after: 1)
+        _ = Self.walk(walkers, pid: 7, folders: 4)  // 101, 102 and 103 lean
+        walkers.forgot([101, 103, 999])
+        #expect(!walkers.listedLean(101) && walkers.listedLean(102))
+        #expect(walkers.lookedUpFile(pid: 8, in: 102) == [102])
+    }
+
     @Test func fileManagersNeverGoLeanAndAreAskedOnce() {
         let walkers = Walkers(after: 1)
         let asked = Mutex(0)

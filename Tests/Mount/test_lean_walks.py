@@ -5,6 +5,7 @@ listings; 0 turns it off. The root's status attribute counts the pieces served l
 
 import os
 import shutil
+import time
 
 from helpers import c_locale, compare_records, expected_entries, find_records, run, sync_status, wait_for_fill
 
@@ -85,6 +86,29 @@ def test_a_stat_walk_after_a_lean_find_gets_full_listings(fake_factory, mount_fa
     looked_up = file_lookups(m) - before
     assert 0 < looked_up <= 60, f"du looked up {looked_up} of {files} files"
     compare_records(find_records(m.path), entries)
+
+
+def test_a_stat_that_relists_its_folder_after_a_lean_find_answers(fake_factory, mount_factory):
+    """Without the watcher a folder past --dir-cache-time is listed again by the lookup that needs
+    it, which publishes invalidations of the names that changed in it; the kernel holds that
+    folder's lock until the lookup is answered. The lookup, in a folder listed lean, also waits for
+    the drop of the lean listings: that must not wait behind those invalidations."""
+    fake = fake_factory()
+    for i in range(12):
+        for j in range(5):
+            fake.add_file(f"/f{i:02}/file{j}.txt", b"x" * (i + j))
+    m = mount_factory(fake, "--lean-walk-after", "2", "--no-watch", "--dir-cache-time", "1s")
+    r = run("find", m.path, timeout=60)
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1 + 12 + 60
+    assert lean_listings(m) > 0
+    fake.add_file("/f11/new.txt", b"new")
+    fake.delete("/f11/file0.txt")
+    time.sleep(1.5)
+    # A name the daemon does not know yet: the lookup lists the folder again.
+    r = run("stat", "-c", "%s", f"{m.path}/f11/new.txt", timeout=20)
+    assert r.returncode == 0 and r.stdout == b"3\n", r.stderr.decode(errors="replace")
+    assert run("ls", f"{m.path}/f11", timeout=20).stdout.split() == [b"file1.txt", b"file2.txt", b"file3.txt",
+                                                                     b"file4.txt", b"new.txt"]
 
 
 def test_without_lean_walks_du_after_find_looks_nothing_up(fake_factory, mount_factory):

@@ -97,10 +97,10 @@ extension Filesystem {
     }
 
     /// Asks the kernel to drop its cached listings of these folders, so the next reader of each
-    /// gets it afresh (after lean walks: FUSEAdapter's Walkers). Delivered as any invalidation;
-    /// returns once delivered.
-    public func dropKernelListings(_ folders: [UInt64]) async {
-        await invalidations.publishAndWait(folders.map { .inode($0) })
+    /// gets it afresh (after lean walks: FUSEAdapter's Walkers); returns once that is done, or
+    /// after `seconds` (Invalidations.swift, `dropListings`).
+    public func dropKernelListings(_ folders: [UInt64], waitingAtMost seconds: Double) async {
+        await invalidations.dropListings(folders, waitingAtMost: seconds)
     }
 
     /// The kernel caches every folder's listing until invalidated, and keeps an earlier cached

@@ -1,9 +1,13 @@
 // Delivery of kernel cache invalidations. Tree changes are collected under the tree's lock and
 // handed to the FUSE layer afterwards on one serial queue: libfuse forbids calling the
 // notify_inval functions from the path of a related request (the kernel may hold the folder's lock
-// while it waits for our reply), so no request waits for a delivery, with one exception: a lookup
-// after a lean walk waits for the drop of cached folder listings (`publishAndWait`, inode
-// invalidations only: the kernel's notify_inval_inode takes no folder lock, only the cached pages).
+// while it waits for our reply), so no request waits for a delivery on that queue.
+//
+// One request waits for a delivery of its own: a lookup of a file in a folder listed lean, which
+// drops the kernel's cached lean listings before it answers (FUSEAdapter's Walkers). Those drops
+// go through a second queue (`dropListings`), never behind the tree's entry invalidations, which
+// take the folder's lock the lookup holds; they are inode invalidations only, which take no folder
+// lock (the kernel drops the folder's cached pages); and the wait is capped.
 //
 // Every batch is delivered a second time a moment later. A reply built before a change (a
 // readdir piece, a lookup's "no such name") can reach the kernel's caches after the change's
@@ -28,6 +32,8 @@ final class InvalidationPublisher: Sendable {
     /// Guards the sink, which the FUSE layer installs once mounted.
     private let sink = Mutex<(@Sendable ([Invalidation]) -> Void)?>(nil)
     private let queue = DispatchQueue(label: "dropboxfs.invalidations")
+    /// The drops of cached listings a lookup waits for (see the file comment).
+    private let dropQueue = DispatchQueue(label: "dropboxfs.invalidations.drops")
     /// Delay of the second delivery, milliseconds (nil: none).
     private let repeatMilliseconds: Int?
 
@@ -39,28 +45,43 @@ final class InvalidationPublisher: Sendable {
         sink.withLock { $0 = newSink }
     }
 
-    func publish(_ invalidations: [Invalidation], delivered: (@Sendable () -> Void)? = nil) {
-        guard !invalidations.isEmpty, let deliver = sink.withLock({ $0 }) else {
-            delivered?()
+    /// Drops the kernel's cached listings of these folders (inode invalidations) on a queue of
+    /// their own, and returns once that is done or after `seconds` (at once for 0), whichever
+    /// comes first.
+    func dropListings(_ folders: [UInt64], waitingAtMost seconds: Double) async {
+        guard !folders.isEmpty, let deliver = sink.withLock({ $0 }) else { return }
+        let batch = folders.map { Invalidation.inode($0) }
+        guard seconds > 0 else {
+            dropQueue.async { deliver(batch) }
             return
         }
+        let done = ResumeOnce()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            done.hold(continuation)
+            dropQueue.async {
+                deliver(batch)
+                done.resume()
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { done.resume() }
+        }
+    }
+
+    func publish(_ invalidations: [Invalidation]) {
+        guard !invalidations.isEmpty, let deliver = sink.withLock({ $0 }) else { return }
         var seen = Set<InvalidationKey>()
         let unique = invalidations.filter { seen.insert(InvalidationKey($0)).inserted }
-        queue.async {
-            deliver(unique)
-            delivered?()
-        }
+        queue.async { deliver(unique) }
         if let repeatMilliseconds {
             queue.asyncAfter(deadline: .now() + .milliseconds(repeatMilliseconds)) { deliver(unique) }
         }
     }
+}
 
-    /// Publishes, and returns once the first delivery is done (at once without a sink).
-    func publishAndWait(_ invalidations: [Invalidation]) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            publish(invalidations) { done.resume() }
-        }
-    }
+/// A continuation resumed by whichever comes first, the delivery or the deadline.
+private final class ResumeOnce: Sendable {
+    private let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    func hold(_ waiting: CheckedContinuation<Void, Never>) { continuation.withLock { $0 = waiting } }
+    func resume() { continuation.withLock { $0.take() }?.resume() }
 }
 
 /// Hashable identity of an invalidation, comparing names by bytes.
