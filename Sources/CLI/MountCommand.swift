@@ -230,39 +230,13 @@ struct MountConfiguration {
         // With the watcher, changes invalidate the kernel's caches, so they can be kept long.
         attrTimeout = try Self.seconds(parsed.value("attr-timeout"), name: "--attr-timeout", default: watch ? 3600 : 60)
         dirCacheTime = try Self.seconds(parsed.value("dir-cache-time"), name: "--dir-cache-time", default: 60)
-        if let text = parsed.value("threads") {
-            guard let value = Int(text), (1...256).contains(value) else {
-                throw UsageError(description: "--threads must be a number from 1 to 256")
-            }
-            threads = value
-        } else {
-            threads = 16
-        }
-        if let text = parsed.value("spin-us") {
-            guard let value = Int(text), (0...100_000).contains(value) else {
-                throw UsageError(description: "--spin-us must be a number from 0 to 100000")
-            }
-            spinMicroseconds = value
-        } else {
-            // Asking for threads asks for the loop that has them.
-            spinMicroseconds = parsed.value("threads") == nil ? 200 : 0
-        }
-        if let text = parsed.value("lean-walk-after") {
-            guard let value = Int(text), (0...1_000_000).contains(value) else {
-                throw UsageError(description: "--lean-walk-after must be a number from 0 to 1000000")
-            }
-            leanWalkAfter = value
-        } else {
-            leanWalkAfter = 32
-        }
-        if let text = parsed.value("fill-parallel") {
-            guard let value = Int(text), (1...32).contains(value) else {
-                throw UsageError(description: "--fill-parallel must be a number from 1 to 32")
-            }
-            fillParallel = value
-        } else {
-            fillParallel = FillOptions().parallelism
-        }
+        threads = try Self.number(parsed.value("threads"), name: "--threads", in: 1...256, default: 16)
+        // Asking for threads asks for the loop that has them.
+        spinMicroseconds = try Self.number(
+            parsed.value("spin-us"), name: "--spin-us", in: 0...100_000, default: parsed.value("threads") == nil ? 200 : 0)
+        leanWalkAfter = try Self.number(parsed.value("lean-walk-after"), name: "--lean-walk-after", in: 0...1_000_000, default: 32)
+        fillParallel = try Self.number(
+            parsed.value("fill-parallel"), name: "--fill-parallel", in: 1...32, default: FillOptions().parallelism)
         if let given = parsed.value("log-file") {
             guard !given.isEmpty else { throw UsageError(description: "--log-file needs a file") }
             logFile = Environment.absolute(given)
@@ -380,6 +354,16 @@ struct MountConfiguration {
             throw UsageError(description: "\(name) must be a size such as 512M or 2G")
         }
         return number << shift
+    }
+
+    private static func number(
+        _ text: String?, name: String, in range: ClosedRange<Int>, default value: Int
+    ) throws(UsageError) -> Int {
+        guard let text else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError(description: "\(name) must be a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
     }
 
     private static func seconds(_ text: String?, name: String, default value: Double) throws(UsageError) -> Double {
