@@ -13,7 +13,7 @@
 // walks lean itself. A `du` after a `find` pays one folder's files in lookups, not every file's.
 //
 // Measured (docs/PERFORMANCE.md, "Lean walks"): a kernel-cold `find` of 1,000,000 entries takes
-// half the time, with a third of the kernel time in `find`, and leaves a tenth of the kernel slab.
+// half the time, with a third of `find`'s kernel time, and leaves a tenth of the kernel slab behind.
 //
 // The kernel names the calling thread (fuse_req_ctx), so a record is per thread; records idle for
 // `memory` seconds are dropped, so a reused thread id starts afresh. `state` (a Mutex) guards the
