@@ -1,8 +1,8 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
 // kernel cache settings, the owner of the requests in flight (RequestOwner.swift), which processes
-// are file managers (FileManagers.swift), which threads walk lean (Walkers.swift), the failure counts (OperationFailures.swift), and one
-// decision taken when the kernel connects (whether opendir is answered at all; see
-// FUSEOperations.configure).
+// are file managers (FileManagers.swift), which threads walk lean (Walkers.swift), the failure
+// counts (OperationFailures.swift), and one decision taken when the kernel connects (whether
+// opendir is answered at all; see FUSEOperations.configure).
 
 import CFuse
 import DropboxFS

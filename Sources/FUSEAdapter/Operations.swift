@@ -153,9 +153,8 @@ enum Operations {
 
     /// The root's status attribute also carries what only the adapter knows: the requests
     /// waiting for an answer (`waiting=N`: a listing, a download, a token), the listing pieces
-    /// served lean and the files looked up (`lean_listings=N file_lookups=N`, Walkers.swift) and the
-    /// failure counts
-    /// (OperationFailures).
+    /// served lean and the files looked up (`lean_listings=N file_lookups=N`, Walkers.swift), and
+    /// the failure counts (OperationFailures).
     static func getxattr(_ request: FUSERequest, name: String, size: Int) {
         request.answer { () throws(FilesystemError) -> Reply in
             var value = try request.core.extendedAttribute(name, of: request.inode)

@@ -2,7 +2,6 @@
 // read from the tree under the filesystem's lock while one piece of a listing is built. Nothing is
 // kept between pieces (there are no folder handles); a listing read while the folder changes stays
 // consistent through its offset cookies (Filesystem+Directories.swift).
-
 //
 // A lean entry (`lean`) is handed to the kernel as a name and a type only, without its node: the
 // kernel makes no inode of it and counts no lookup, and a later stat of it asks with a lookup.
