@@ -59,6 +59,12 @@ struct JSONBytes {
         var k = start
         var escaped = false
         while k < end {
+            // Eight bytes at a time while none is a quote or a backslash (most of a page's bytes
+            // are inside strings: paths, ids, content hashes).
+            while k + 8 <= end, !Self.holdsQuoteOrBackslash(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self)) {
+                k += 8
+            }
+            guard k < end else { break }
             let byte = base[k]
             if byte == Self.quote {
                 i = k + 1
@@ -72,6 +78,18 @@ struct JSONBytes {
             }
         }
         throw SyntaxError()
+    }
+
+    /// Whether any of the eight bytes of `word` is `"` or `\`: a byte equal to `b` is a zero byte
+    /// of `word ^ b*0x01..01`, and `(x - 0x01..01) & ~x & 0x80..80` is non-zero exactly when `x` has a
+    /// zero byte (the borrow only ever passes through a zero byte first).
+    @inline(__always)
+    static func holdsQuoteOrBackslash(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let q = word ^ (ones &* UInt64(quote))
+        let b = word ^ (ones &* UInt64(backslash))
+        return ((q &- ones) & ~q & highs) | ((b &- ones) & ~b & highs) != 0
     }
 
     /// Nesting deeper than this is refused (as JSONDecoder does), so a hostile reply of a million
