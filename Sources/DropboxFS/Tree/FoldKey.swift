@@ -3,9 +3,10 @@
 // by the components of that `path_lower`, taken as Dropbox sent them (`init(alreadyFolded:)`), so
 // deltas (which carry only paths) find the node they change whatever folding Dropbox applies (its
 // rules are its own: final sigma, dotted I, ß and other scripts need not match ours). The client's
-// own folding, `init(_:)` (NFC then per-scalar lowercase; ASCII names skip Foundation), is only a
-// guess of that key: the tree tries it first when looking a name up and keeps the few children whose
-// real key differs in FolderState.odd (docs/SEMANTICS.md, "Names").
+// own folding, `init(_:)` (NFC then per-scalar lowercase; names whose folding only lowers ASCII
+// letters skip Foundation), is only a guess of that key: the tree tries it first when looking a
+// name up and keeps the few children whose real key differs in FolderState.odd (docs/SEMANTICS.md,
+// "Names").
 
 import Foundation
 
@@ -15,7 +16,7 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
     public let folded: String
 
     public init(_ name: String) {
-        if isASCII(name) {
+        if isASCII(name) || Self.foldsByLoweringASCII(name) {
             var needsLowering = false
             for byte in name.utf8 where byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
                 needsLowering = true
@@ -23,9 +24,48 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
             }
             folded = needsLowering ? String(decoding: name.utf8.map { Self.lowerASCII($0) }, as: UTF8.self) : name
         } else {
-            let result = name.precomposedStringWithCanonicalMapping.lowercased().precomposedStringWithCanonicalMapping
+            let result = Self.foldedByFoundation(name)
             // An already-folded name keeps sharing the name's storage instead of a second copy.
             folded = result.utf8.elementsEqual(name.utf8) ? name : result
+        }
+    }
+
+    /// The folding in full: NFC, per-scalar lower case, NFC again (Foundation's normalization,
+    /// about 3 µs a name).
+    static func foldedByFoundation(_ name: String) -> String {
+        name.precomposedStringWithCanonicalMapping.lowercased().precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether folding `name` only lowers its ASCII letters: each other scalar is one that NFC
+    /// keeps as it is wherever it stands and that lower-casing leaves alone (`isStableScalar`).
+    /// Most non-ASCII names are (accented Latin, Greek, Cyrillic, kana, CJK, Hangul syllables,
+    /// emoji), and the fill checks a million names against their keys; the others are folded in
+    /// full. FoldKeyTests compares both ways for every stable scalar.
+    static func foldsByLoweringASCII(_ name: String) -> Bool {
+        for scalar in name.unicodeScalars where !scalar.isASCII {
+            guard isStableScalar(scalar.value), !scalar.properties.changesWhenLowercased else { return false }
+        }
+        return true
+    }
+
+    /// Assigned scalars (Unicode 14) that NFC never changes and never composes with what comes
+    /// before them: combining class 0, their own NFC, and not the second half of any canonical
+    /// composition (so no mark, no Hangul vowel or final jamo, no Indic or kana voicing sign).
+    /// Derived with Python's unicodedata; a scalar outside these ranges is folded in full.
+    @inline(__always)
+    static func isStableScalar(_ value: UInt32) -> Bool {
+        switch value {
+        case 0xA0...0x24F,  // Latin-1 Supplement, Latin Extended-A and -B
+            0x370...0x373, 0x375...0x377, 0x37A...0x37D, 0x37F, 0x384...0x386, 0x388...0x38A, 0x38C,
+            0x38E...0x3A1, 0x3A3...0x3FF,  // Greek and Coptic, without ano teleia and the like
+            0x400...0x482, 0x48A...0x4FF,  // Cyrillic, without its combining marks
+            0x3041...0x3096, 0x309B...0x30FF,  // Hiragana and Katakana, without the voicing marks
+            0x4E00...0x9FFF,  // CJK Unified Ideographs
+            0xAC00...0xD7A3,  // Hangul syllables
+            0x1F300...0x1F6D7, 0x1F900...0x1FA53:  // emoji and pictographs
+            return true
+        default:
+            return false
         }
     }
 
@@ -42,11 +82,11 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `key` is the folding of `name` (`FoldKey(name) == key`), without building the
-    /// folding of an ASCII name: the ChildTable checks its candidates with this. A name with any
-    /// non-ASCII byte is folded in full: there an ASCII letter may compose with a mark after it
-    /// (a + U+0308 is ä), so no byte-wise shortcut is safe.
+    /// folding of a name whose folding only lowers ASCII letters: the ChildTable checks its
+    /// candidates with this. Any other name is folded in full: there an ASCII letter may compose
+    /// with a mark after it (a + U+0308 is ä), so no byte-wise shortcut is safe.
     static func folds(_ name: String, to key: FoldKey) -> Bool {
-        guard isASCII(name) else { return sameUTF8(FoldKey(name).folded, key.folded) }
+        guard isASCII(name) || foldsByLoweringASCII(name) else { return sameUTF8(foldedByFoundation(name), key.folded) }
         let (n, k) = (name.utf8, key.folded.utf8)
         return n.count == k.count && zip(n, k).allSatisfy { lowerASCII($0) == $1 }
     }
