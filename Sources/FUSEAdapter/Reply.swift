@@ -50,7 +50,7 @@ enum Reply: Sendable {
             var st = StatConversion.stat(attributes)
             fuse_reply_attr(req, &st, timeout)
         case .bytes(let bytes):
-            bytes.withUnsafeBytes { fuse_reply_buf(req, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count) }
+            _ = bytes.withUnsafeBytes { fuse_reply_buf(req, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count) }
         case .link(let target):
             fuse_reply_readlink(req, target)
         case .statfs(let stats):
