@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 
 from .server import make_server
@@ -66,6 +67,9 @@ def parse_args(argv=None):
                    help="every list_folder/continue page sleeps X * entries_in_page / 1000 ms in "
                         "its own request thread, after --latency-ms (an empty page: nothing)")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--exit-with-parent", type=int, default=0, metavar="PID",
+                   help="exit once process PID is gone (the test run that started this server, "
+                        "so a run killed by a timeout leaves no server behind)")
     a = p.parse_args(argv)
     from .adversarial import ModeError, parse_modes
     try:
@@ -133,6 +137,30 @@ def write_port_file(path, port):
     os.replace(tmp, path)
 
 
+def parent_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def watch_parent(pid, srv):
+    """Stops `srv` once process `pid` is gone (checked every 0.5 s, in a daemon thread)."""
+    was_parent = os.getppid() == pid
+
+    def watch():
+        # A dead parent that is not reaped yet still answers kill(0); a child re-parented away from
+        # it has not.
+        while parent_alive(pid) and (not was_parent or os.getppid() == pid):
+            time.sleep(0.5)
+        sys.stderr.write("fakedropbox: process %d is gone, exiting\n" % pid)
+        srv.shutdown()
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def main(argv=None):
     a = parse_args(argv)
     t0 = time.monotonic()
@@ -152,6 +180,8 @@ def main(argv=None):
         sys.stderr.write("fakedropbox: %d entries, ready in %.2fs\n" % (len(tree.nodes) - 1, time.monotonic() - t0))
     if a.port_file:
         write_port_file(a.port_file, port)
+    if a.exit_with_parent:
+        watch_parent(a.exit_with_parent, srv)
     try:
         srv.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:

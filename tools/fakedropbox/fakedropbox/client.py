@@ -84,6 +84,9 @@ class FakeDropbox:
         if "--port" not in args:
             cmd += ["--port", "0"]
         cmd += ["--port-file", port_file] + args
+        if "--exit-with-parent" not in args:
+            # A test run killed by its timeout leaves no server behind.
+            cmd += ["--exit-with-parent", str(os.getpid())]
         log = open(log_path, "wb")
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=e,
                                 start_new_session=True)
