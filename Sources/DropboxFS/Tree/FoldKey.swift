@@ -40,7 +40,7 @@ public struct FoldKey: Sendable, Hashable, CustomStringConvertible {
     /// keeps as it is wherever it stands and that lower-casing leaves alone (`isStableScalar`).
     /// Most non-ASCII names are (accented Latin, Greek, Cyrillic, kana, CJK, Hangul syllables,
     /// emoji), and the fill checks a million names against their keys; the others are folded in
-    /// full. FoldKeyTests compares both ways for every stable scalar.
+    /// full. FoldKeyQuickPathTests checks every stable scalar against Foundation.
     static func foldsByLoweringASCII(_ name: String) -> Bool {
         for scalar in name.unicodeScalars where !scalar.isASCII {
             guard isStableScalar(scalar.value), !scalar.properties.changesWhenLowercased else { return false }

@@ -1,9 +1,12 @@
 // FoldKey skips Foundation for a name whose folding only lowers its ASCII letters (every other
 // scalar stable under NFC and lower case, FoldKey.isStableScalar). A wrong range there would file
 // a child under a key its name does not fold to, and lookups by name would miss it. So every
-// stable scalar is checked against the full folding, alone and beside ASCII letters, upper and
-// lower case, and next to a combining mark (which must send the name to the full folding).
+// stable scalar is checked against Foundation's own data: combining class 0, its own NFC, never
+// a later part of any scalar's canonical decomposition (so it composes with nothing before it:
+// no mark, no kana voicing sign, no Hangul vowel or final jamo, no Indic length sign), and
+// against the full folding beside ASCII letters, upper and lower case.
 
+import Foundation
 import Testing
 
 @testable import DropboxFS
@@ -31,6 +34,28 @@ extension CoreTests {
             }
             // Most of them take the quick path (the upper-case letters among them do not).
             #expect(quick > 150_000, "\(quick)")
+        }
+
+        @Test func noStableScalarChangesUnderNFCOrHasAMarksClass() {
+            for scalar in Self.stableScalars {
+                let c = String(Character(scalar))
+                #expect(scalar.properties.canonicalCombiningClass == .notReordered, "U+\(String(scalar.value, radix: 16))")
+                #expect(sameUTF8(c.precomposedStringWithCanonicalMapping, c), "U+\(String(scalar.value, radix: 16))")
+            }
+        }
+
+        /// A scalar that composes with the one before it is a later part of some scalar's canonical
+        /// decomposition (ä = a + U+0308, が = か + U+3099, 각 = ᄀ + ᅡ + ᆨ): none of them is stable.
+        @Test func noStableScalarIsALaterPartOfADecomposition() {
+            var laterParts = Set<UInt32>()
+            for value in UInt32(0x80)...0x2FFFF {
+                guard let scalar = Unicode.Scalar(value) else { continue }
+                let parts = String(Character(scalar)).decomposedStringWithCanonicalMapping.unicodeScalars
+                for part in parts.dropFirst() { laterParts.insert(part.value) }
+            }
+            #expect(laterParts.contains(0x308) && laterParts.contains(0x3099) && laterParts.contains(0x11A8))
+            let stable = laterParts.filter { FoldKey.isStableScalar($0) }
+            #expect(stable.isEmpty, "\(stable.sorted().map { String($0, radix: 16) })")
         }
 
         /// A mark after a stable scalar, or a scalar outside the ranges, sends the name to the full
