@@ -36,6 +36,18 @@ DOWNLOAD_CTS = ("", "application/octet-stream", "text/plain; charset=dropbox-cor
 MAX_BODY = 64 * 1024 * 1024
 
 
+def listing_arg(route, body):
+    """For the request log: a list_folder request's path and recursive flag (None otherwise, or
+    when the body is not the JSON object it should be)."""
+    if route != "files/list_folder" or not body:
+        return None
+    try:
+        arg = json.loads(body)
+        return {"path": arg.get("path"), "recursive": arg.get("recursive") is True}
+    except (ValueError, AttributeError):
+        return None
+
+
 class Req:
     __slots__ = ("route", "method", "headers", "query", "token", "has_auth", "view")
 
@@ -254,12 +266,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.api_reply(st, req, route, url, body)
 
         def on_abort():
-            st.record(route, self.command, None, rng, req.has_auth, kind)
+            st.record(route, self.command, None, rng, req.has_auth, kind, listing_arg(route, body))
 
         reply, truncate_at = self.faulted(st, route, rule, body, produce, on_abort)
         # Recorded before the reply goes out: a client that reads the log or the stats right
         # after its reply arrived must find its request there.
-        st.record(route, self.command, reply.status, rng, req.has_auth, kind)
+        st.record(route, self.command, reply.status, rng, req.has_auth, kind, listing_arg(route, body))
         n = self.send_reply(reply, truncate_at=truncate_at, throttle_bw=st.bandwidth, account=st.add_bytes)
         return reply.status, n
 

@@ -103,11 +103,13 @@ class State:
         with self.stats_lock:
             self.bytes_sent += n
 
-    def record(self, route, method, status, rng, has_auth, fault=None):
+    def record(self, route, method, status, rng, has_auth, fault=None, arg=None):
         entry = {"route": route, "method": method, "status": status, "range": rng,
                  "has_auth": has_auth, "ts": round(time.time(), 3)}
         if fault:
             entry["fault"] = fault
+        if arg is not None:
+            entry["arg"] = arg
         with self.stats_lock:
             self.log.append(entry)
 

@@ -169,6 +169,11 @@ def test_stats_and_log(fd):
     assert [(x["route"], x["status"]) for x in log] == [
         ("files/list_folder", 200), ("files/list_folder", 401), ("files/download", 206)]
     assert log[2]["range"] == "bytes=1-2" and log[0]["has_auth"] is True
+    # A listing's path and recursive flag are kept (a benchmark tells a lookup's listing from the
+    # fill's); other requests carry none.
+    assert log[0]["arg"] == {"path": "", "recursive": False} and "arg" not in log[2]
+    fd.rpc("files/list_folder", {"path": "/x", "recursive": True})
+    assert fd.log()[-1]["arg"] == {"path": "/x", "recursive": True}
     assert "test-token" not in json.dumps(log) and "bad" not in json.dumps([x for x in log])
     fd.reset_stats()
     assert fd.stats() == {"total": 0, "routes": {}, "bytes_sent": 0, "pages": {}, "entries": {},
