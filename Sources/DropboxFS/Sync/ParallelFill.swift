@@ -115,23 +115,34 @@ extension SyncEngine {
             if !Task.isCancelled { noteFillFailure(error) }
             return nil
         }
-        let plan = state.withLock { s -> [RecursiveListing]? in
-            let tops = tree.state.withLock { t in
-                t.tree.children(of: MetadataTree.rootIndex).filter { t.tree.nodes[Int($0)].kind == .folder }
+        let tops = tree.state.withLock { t in
+            t.tree.children(of: MetadataTree.rootIndex).filter { t.tree.nodes[Int($0)].kind == .folder }
+        }
+        // The cursor, the root's own listing, and a request's listing of the root at mount.
+        let baseOverhead = 3
+        var plan: [RecursiveListing]?
+        if tops.count <= options.fill.maxListings {
+            // A refill plans its branches from the sizes the tree already holds (FillPlan.swift):
+            // the budget then counts the pages those sizes need.
+            let estimatedPages = tree.state.withLock { t in t.tree.liveCount } / Int(max(1, options.pageLimit))
+            let room = min(
+                options.fill.maxListings - tops.count,
+                fillBudget(pagesApplied: estimatedPages) - baseOverhead - tops.count)
+            let branches = await planBranches(tops, room: room)
+            if Task.isCancelled { return nil }
+            plan = state.withLock { s -> [RecursiveListing] in
+                var queue = FillQueue()
+                queue.overhead = baseOverhead + branches.listedAlone
+                var planned: [RecursiveListing] = []
+                for top in branches.branches {
+                    guard let listing = planRecursiveListing(top, in: &s) else { continue }
+                    queue.enqueue(listing)
+                    queue.listings += 1
+                    planned.append(listing)
+                }
+                s.fillQueue = queue
+                return planned
             }
-            guard tops.count <= options.fill.maxListings else { return nil }
-            var queue = FillQueue()
-            // The cursor, the root's own listing, and a request's listing of the root at mount.
-            queue.overhead = 3
-            var planned: [RecursiveListing] = []
-            for top in tops {
-                guard let listing = planRecursiveListing(top, in: &s) else { continue }
-                queue.enqueue(listing)
-                queue.listings += 1
-                planned.append(listing)
-            }
-            s.fillQueue = queue
-            return planned
         }
         guard let plan else {
             // Too many top-level folders to list each alone within the request budget.

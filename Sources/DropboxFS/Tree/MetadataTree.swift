@@ -171,6 +171,26 @@ struct MetadataTree {
         return children
     }
 
+    /// The entries below `folder` (all its descendants) and how many of its children are folders,
+    /// counted over the tree as it stands; (0, 0) for a file. The parallel fill plans a refill from
+    /// these (FillPlan.swift). A walk of the subtree: call it per branch, not per request.
+    func subtreeCounts(of folder: UInt32) -> (entries: Int, subfolders: Int) {
+        guard let top = folderSlot(folder) else { return (0, 0) }
+        var entries = 0
+        var subfolders = 0
+        folders[top].children.forEachChild { child in
+            if nodes[Int(child)].kind == .folder { subfolders += 1 }
+        }
+        var stack: [Int] = [top]
+        while let slot = stack.popLast() {
+            folders[slot].children.forEachChild { child in
+                entries += 1
+                if let below = folderSlot(child) { stack.append(below) }
+            }
+        }
+        return (entries, subfolders)
+    }
+
     /// The folder's change counter (see FolderState.version).
     func version(of folder: UInt32) -> UInt32 { folderState(folder)?.version ?? 0 }
 
