@@ -29,12 +29,12 @@ struct MetadataTree {
     // it from the tree store in one pass; everything else goes through the methods of this file.
 
     /// Index 0 is unused so that an index is also a valid FUSE inode number (the root is 1).
-    internal(set) var nodes = NodeStore()
+    var nodes = NodeStore()
     /// Folder state by `Node.folderSlot`; slot 0 is unused (files point there).
     var folders: [FolderState] = [FolderState()]
     /// Slots of released folders; reused for new folders.
     private var freeFolderSlots: [UInt32] = []
-    internal(set) var symlinkTargets: [UInt32: String] = [:]
+    var symlinkTargets: [UInt32: String] = [:]
     /// The size of an export-only document's export, once exported, with the revision it is of
     /// (Reader/Exports.swift): reported instead of the size Dropbox lists for that revision.
     var exportedSizes: [UInt32: (rev: String, size: UInt64)] = [:]
@@ -46,7 +46,7 @@ struct MetadataTree {
     /// The generation given to the next allocated node (wraps after 2^32, skipping 0).
     var nextGeneration: UInt32 = 1
     /// How many nodes are attached (for statfs and progress).
-    internal(set) var liveCount = 1
+    var liveCount = 1
     /// Indices whose record changed (added, updated, renamed or removed) since the tree store last
     /// took them (MetadataTree+Store.swift); nil when the tree is not stored, so an in-memory mount
     /// pays nothing.
