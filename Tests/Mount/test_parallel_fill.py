@@ -87,3 +87,48 @@ def test_changes_during_the_fill_end_in_the_account_state(fake_factory, mount_fa
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def test_a_refill_splits_the_branch_the_tree_shows_as_big(fake_factory, mount_factory):
+    # A refill after a cursor reset plans from the sizes the mount's tree holds
+    # (Sync/FillPlan.swift): the biggest top-level folder (over a sixth of the account and over
+    # two 2000-entry pages) is listed by itself and its subfolders recursively, never itself.
+    fake = fake_factory("--synthetic", "20000", "--folders", "2000", "--top-folders", "6", "--seed", "4")
+    m = mount_factory(fake, "--debug")
+    status = wait_for_fill(m.path, fake, timeout=120)
+    assert status.get("phase") == "watching", status
+    tree = fake.tree(hashes=False)
+    below = {}
+    for e in tree:
+        top = e["path_lower"].split("/")[1]
+        below[top] = below.get(top, 0) + (e["path_lower"].count("/") > 1)
+    biggest = max(below, key=below.get)
+    assert below[biggest] > max(len(tree) / 6, 4000), below
+    big = next(e for e in tree if e["path_lower"] == "/" + biggest)
+    subfolders = [e for e in tree if e["tag"] == "folder" and e["path_lower"].rsplit("/", 1)[0] == "/" + biggest]
+    assert subfolders, "the biggest branch has no subfolder to split into"
+    fake.reset_stats()
+    # A file the tree has not seen in the big branch: its folder's fresh listing brings it. (A new
+    # subfolder would race the reset: seen first, it can take the split over the request budget;
+    # Core/FillPlanTests covers stale subfolders.)
+    fake.add_file(big["path_display"] + "/made later.txt", data=b"x\n")
+    fake.reset_cursors()
+    wait_until(lambda: sync_status(m.path).get("resets") == "1", timeout=30, message="the reset to be seen")
+    status = wait_for_fill(m.path, fake, timeout=120)
+    assert status.get("phase") == "watching", status
+    listed = [(e["arg"]["path"], e["arg"]["recursive"]) for e in fake.log()
+              if e["route"] == "files/list_folder" and e.get("arg")]
+    paths_of_big = {big["id"], big["path_lower"]}
+    assert any(p in paths_of_big and not r for p, r in listed), listed
+    assert not any(p in paths_of_big and r for p, r in listed), (big["id"], listed)
+    assert all((e["id"], True) in listed or (e["path_lower"], True) in listed for e in subfolders), listed
+    want = expected_entries(fake.tree(hashes=False))
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            compare_records(find_records(m.path), want)
+            break
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

@@ -74,6 +74,12 @@ extension SyncEngine {
             let chosen = FillPlan.splits(
                 branches, total: total, parallelism: options.fill.parallelism, minimum: minimum, room: &room)
             if chosen.isEmpty { break }
+            let described = tree.state.withLock { t in
+                branches.filter { chosen.contains($0.folder) }.map { branch in
+                    "\(Log.quoted(t.tree.path(of: branch.folder))) (\(branch.entries) entries, \(branch.subfolders) subfolders)"
+                }
+            }
+            Log.debug("planning from the tree's sizes (\(total) entries, room \(room) left): splitting \(described.joined(separator: ", "))")
             listedAlone += chosen.count
             let listed = await withTaskGroup(of: UInt32?.self) { group in
                 for folder in chosen {
