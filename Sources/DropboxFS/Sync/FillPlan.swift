@@ -79,7 +79,7 @@ extension SyncEngine {
                     "\(Log.quoted(t.tree.path(of: branch.folder))) (\(branch.entries) entries, \(branch.subfolders) subfolders)"
                 }
             }
-            Log.debug("planning from the tree's sizes (\(total) entries, room \(room) left): splitting \(described.joined(separator: ", "))")
+            Log.info("planning from the tree's sizes (\(total) entries, room \(room) left): splitting \(described.joined(separator: ", "))")
             listedAlone += chosen.count
             let listed = await withTaskGroup(of: UInt32?.self) { group in
                 for folder in chosen {
