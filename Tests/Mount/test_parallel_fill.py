@@ -92,7 +92,9 @@ def test_changes_during_the_fill_end_in_the_account_state(fake_factory, mount_fa
 def test_a_refill_splits_the_branch_the_tree_shows_as_big(fake_factory, mount_factory):
     # A refill after a cursor reset plans from the sizes the mount's tree holds
     # (Sync/FillPlan.swift): the biggest top-level folder (over a sixth of the account and over
-    # two 2000-entry pages) is listed by itself and its subfolders recursively, never itself.
+    # two 2000-entry pages) is listed by itself and its subfolders recursively, never itself. Its 9
+    # subfolders just fit the plan's room (18 requests of budget for 10 pages' worth of entries,
+    # less the cursor, the root and the 6 top-level listings): a tighter budget fails here.
     fake = fake_factory("--synthetic", "20000", "--folders", "2000", "--top-folders", "6", "--seed", "4")
     m = mount_factory(fake, "--debug")
     status = wait_for_fill(m.path, fake, timeout=120)

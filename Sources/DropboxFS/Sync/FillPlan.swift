@@ -76,10 +76,11 @@ extension SyncEngine {
             if chosen.isEmpty { break }
             let described = tree.state.withLock { t in
                 branches.filter { chosen.contains($0.folder) }.map { branch in
-                    "\(Log.quoted(t.tree.path(of: branch.folder))) (\(branch.entries) entries, \(branch.subfolders) subfolders)"
-                }
+                    let path = Log.quoted(t.tree.path(of: branch.folder))
+                    return "\(path) (\(branch.entries) entries, \(branch.subfolders) subfolders)"
+                }.joined(separator: ", ")
             }
-            Log.info("planning from the tree's sizes (\(total) entries, room \(room) left): splitting \(described.joined(separator: ", "))")
+            Log.info("planning from the tree's sizes (\(total) entries, room \(room) left): splitting \(described)")
             listedAlone += chosen.count
             let listed = await withTaskGroup(of: UInt32?.self) { group in
                 for folder in chosen {
