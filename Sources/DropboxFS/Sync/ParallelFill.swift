@@ -7,7 +7,8 @@
 //    listing after it is a snapshot at least as new.
 // 2. The root's own entries are listed by themselves (not recursive).
 // 3. Each top-level folder is listed recursively, at most `parallelism` listings in flight, the
-//    others queued (a request waiting for a queued branch moves it to the front). A branch still
+//    others queued, biggest first (a request waiting for a queued branch moves it to the front).
+//    A refill first splits the branches its tree shows as big (FillPlan.swift). A branch still
 //    listing after `splitAfterPages` pages while fewer than two branches per slot are left is
 //    split: its folder is
 //    listed by itself and, if its subfolders fit the request budget, the branch's listing stops
@@ -63,6 +64,16 @@ struct FillQueue {
     /// Requests beyond the data's pages: the cursor, folders listed by themselves, the pages of
     /// stopped listings.
     var overhead = 0
+    /// The pages applied before this fill (SyncProgress counts those of every fill of the mount):
+    /// the budget grows with this fill's pages only.
+    let pagesAtStart: Int
+
+    init(pagesAtStart: Int) {
+        self.pagesAtStart = pagesAtStart
+    }
+
+    /// Pages this fill has applied.
+    func pagesApplied(_ progress: SyncProgress) -> Int { progress.pages - pagesAtStart }
 
     mutating func enqueue(_ listing: RecursiveListing, first: Bool = false) {
         if first { waiting.insert(listing, at: 0) } else { waiting.append(listing) }
@@ -99,6 +110,7 @@ extension SyncEngine {
         state.withLock { s in
             s.progress.phase = .filling
             s.progress.fillStarted = started
+            s.progress.fillSeconds = nil
         }
         Log.info("listing the whole account in the background, up to \(options.fill.parallelism) branches at once")
         let first: String
@@ -125,13 +137,13 @@ extension SyncEngine {
             // A refill plans its branches from the sizes the tree already holds (FillPlan.swift):
             // the budget then counts the pages those sizes need.
             let estimatedPages = tree.state.withLock { t in t.tree.liveCount } / Int(max(1, options.pageLimit))
-            let room = min(
-                options.fill.maxListings - tops.count,
-                fillBudget(pagesApplied: estimatedPages) - baseOverhead - tops.count)
+            let room = PlanRoom(
+                listings: options.fill.maxListings - tops.count,
+                requests: fillBudget(pagesApplied: estimatedPages) - baseOverhead - tops.count)
             let branches = await planBranches(tops, room: room)
             if Task.isCancelled { return nil }
             plan = state.withLock { s -> [RecursiveListing] in
-                var queue = FillQueue()
+                var queue = FillQueue(pagesAtStart: s.progress.pages)
                 queue.overhead = baseOverhead + branches.listedAlone
                 var planned: [RecursiveListing] = []
                 for top in branches.branches {
@@ -358,7 +370,7 @@ extension SyncEngine {
     fileprivate func reserveProbe() -> Bool {
         state.withLock { s in
             guard var queue = s.fillQueue,
-                queue.overhead + 1 + queue.listings <= fillBudget(pagesApplied: s.progress.pages)
+                queue.overhead + 1 + queue.listings <= fillBudget(pagesApplied: queue.pagesApplied(s.progress))
             else { return false }
             queue.overhead += 1
             s.fillQueue = queue
@@ -386,7 +398,7 @@ extension SyncEngine {
             // counted when it was sent: reserveProbe).
             let waste = pagesSoFar + 1
             guard subfolderCount > 0, queue.listings + subfolderCount <= options.fill.maxListings,
-                queue.overhead + waste + queue.listings + subfolderCount <= fillBudget(pagesApplied: s.progress.pages)
+                queue.overhead + waste + queue.listings + subfolderCount <= fillBudget(pagesApplied: queue.pagesApplied(s.progress))
             else { return false }
             applyFolderListing(listing.top, entries: folderEntries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
             let subfolders = t.tree.children(of: listing.top).filter { t.tree.nodes[Int($0)].kind == .folder }

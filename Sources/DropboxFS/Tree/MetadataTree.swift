@@ -171,11 +171,12 @@ struct MetadataTree {
         return children
     }
 
-    /// The entries below `folder` (all its descendants) and how many of its children are folders,
-    /// counted over the tree as it stands; (0, 0) for a file. The parallel fill plans a refill from
-    /// these (FillPlan.swift). A walk of the subtree: call it per branch, not per request.
-    func subtreeCounts(of folder: UInt32) -> (entries: Int, subfolders: Int) {
-        guard let top = folderSlot(folder) else { return (0, 0) }
+    /// The entries below `folder` (all its descendants), its children, and how many of those are
+    /// folders, counted over the tree as it stands; zeros for a file. The parallel fill plans a
+    /// refill from these (FillPlan.swift). A walk of the subtree: call it per branch, not per
+    /// request.
+    func subtreeCounts(of folder: UInt32) -> (entries: Int, children: Int, subfolders: Int) {
+        guard let top = folderSlot(folder) else { return (0, 0, 0) }
         var entries = 0
         var subfolders = 0
         folders[top].children.forEachChild { child in
@@ -188,7 +189,7 @@ struct MetadataTree {
                 if let below = folderSlot(child) { stack.append(below) }
             }
         }
-        return (entries, subfolders)
+        return (entries, Int(folders[top].children.count), subfolders)
     }
 
     /// The folder's change counter (see FolderState.version).
