@@ -83,7 +83,17 @@ extension SyncEngine {
                 if let backoff = poll.backoff { await pause(seconds: Double(backoff)) }
             } catch .cursorReset {
                 Log.warning("the Dropbox cursor was reset; rebuilding the tree")
-                state.withLock { $0.progress.resets += 1 }
+                let now = options.monotonicNow()
+                state.withLock { s in
+                    s.progress.resets += 1
+                    if options.prefetch {
+                        // The refill starts now: the status must not show the last fill as the
+                        // current one meanwhile.
+                        s.progress.phase = .filling
+                        s.progress.fillStarted = now
+                        s.progress.fillSeconds = nil
+                    }
+                }
                 (cursor, catchUp) = await recoverFromReset()
             } catch {
                 if Task.isCancelled { break }  // unmounting
