@@ -203,6 +203,37 @@ extension CoreTests {
             #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
         }
 
+        /// A cursor reset shows in the status with the refill it starts: phase=filling, and the
+        /// refill's own running time, not the finished time of the fill before it.
+        @Test func aResetShowsTheRefillAtOnce() async throws {
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            for i in 0..<20 { fake.addFile("/A/f\(i)", size: 1) }
+            let faulty = FaultInjectingClient(fake)
+            let fs = Filesystem(
+                client: faulty,
+                options: options(pageLimit: 7, prefetch: true, watchChanges: true, longpollTimeout: 30, fill: Self.parallel))
+            fs.startSync()
+            defer { fs.stop() }
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            func fillSeconds() -> Double? {
+                fs.syncStatus().split(separator: " ").first { $0.hasPrefix("fill_seconds=") }
+                    .flatMap { Double($0.dropFirst("fill_seconds=".count)) }
+            }
+            let first = try #require(fillSeconds())
+            #expect(first < 0.3, "the first fill of 20 entries in memory is quick")
+            faulty.hold(.listFolderGetLatestCursor)
+            fake.resetCursors()
+            try await waitUntil("the refill to ask for its cursor") { faulty.heldCalls(.listFolderGetLatestCursor) == 1 }
+            try await Task.sleep(for: .milliseconds(400))
+            let status = fs.syncStatus()
+            #expect(status.contains("resets=1") && status.contains("phase=filling"), "\(status)")
+            #expect((fillSeconds() ?? 0) >= 0.4, "the refill's running time: \(status)")
+            faulty.release(.listFolderGetLatestCursor)
+            try await waitUntil("the refill to end") { fs.syncStatus().contains("phase=watching") }
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+        }
+
         /// A refill after a cursor reset, over branches, while the stored tree is served: the tree
         /// ends as the account (branches replaced or moved meanwhile included).
         @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
