@@ -21,10 +21,7 @@ extension SyncEngine {
             // The status says "filling" from the moment the mount is up, not from when the
             // background task first runs: a `dropboxfs status` right after mounting is not told
             // that folders are listed lazily.
-            if options.prefetch && !s.restored {
-                s.progress.phase = .filling
-                s.progress.fillStarted = now
-            }
+            if options.prefetch && !s.restored { s.progress.fillStarting(at: now) }
         }
         let task = Task { await self.runSync() }
         state.withLock { $0.backgroundTasks.append(task) }
@@ -86,13 +83,8 @@ extension SyncEngine {
                 let now = options.monotonicNow()
                 state.withLock { s in
                     s.progress.resets += 1
-                    if options.prefetch {
-                        // The refill starts now: the status must not show the last fill as the
-                        // current one meanwhile.
-                        s.progress.phase = .filling
-                        s.progress.fillStarted = now
-                        s.progress.fillSeconds = nil
-                    }
+                    // The refill starts now, in the same step as the reset shows.
+                    if options.prefetch { s.progress.fillStarting(at: now) }
                 }
                 (cursor, catchUp) = await recoverFromReset()
             } catch {

@@ -110,7 +110,7 @@ extension SyncEngine {
             let parts = tree.state.withLock { t in
                 Dictionary(uniqueKeysWithValues: listed.compactMap { folder -> (UInt32, [UInt32])? in
                     guard t.tree.node(folder)?.attached == true else { return nil }
-                    return (folder, t.tree.children(of: folder).filter { t.tree.nodes[Int($0)].kind == .folder })
+                    return (folder, t.tree.subfolders(of: folder))
                 })
             }
             branches = branches.flatMap { branch -> [SizedBranch] in

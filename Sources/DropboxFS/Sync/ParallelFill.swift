@@ -107,11 +107,7 @@ extension SyncEngine {
     /// Returns nil when the fill failed (the caller starts it again after a pause) or was cancelled.
     func runParallelFill() async -> FillResult? {
         let started = options.monotonicNow()
-        state.withLock { s in
-            s.progress.phase = .filling
-            s.progress.fillStarted = started
-            s.progress.fillSeconds = nil
-        }
+        state.withLock { $0.progress.fillStarting(at: started) }
         Log.info("listing the whole account in the background, up to \(options.fill.parallelism) branches at once")
         let first: String
         do {
@@ -128,7 +124,7 @@ extension SyncEngine {
             return nil
         }
         let tops = tree.state.withLock { t in
-            t.tree.children(of: MetadataTree.rootIndex).filter { t.tree.nodes[Int($0)].kind == .folder }
+            t.tree.subfolders(of: MetadataTree.rootIndex)
         }
         // The cursor, the root's own listing, and a request's listing of the root at mount.
         let baseOverhead = 3
@@ -401,7 +397,7 @@ extension SyncEngine {
                 queue.overhead + waste + queue.listings + subfolderCount <= fillBudget(pagesApplied: queue.pagesApplied(s.progress))
             else { return false }
             applyFolderListing(listing.top, entries: folderEntries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
-            let subfolders = t.tree.children(of: listing.top).filter { t.tree.nodes[Int($0)].kind == .folder }
+            let subfolders = t.tree.subfolders(of: listing.top)
             for folder in subfolders.reversed() {
                 guard let part = registerRecursiveListing(folder, in: &s) else { continue }
                 queue.enqueue(part, first: true)

@@ -135,10 +135,7 @@ extension SyncEngine {
         let label = Log.quoted(path.isEmpty ? "/" : path)
         let isWholeAccount = listing.top == MetadataTree.rootIndex
         if isWholeAccount {
-            state.withLock { s in
-                s.progress.phase = .filling
-                s.progress.fillStarted = listing.startedAt
-            }
+            state.withLock { $0.progress.fillStarting(at: listing.startedAt) }
             Log.info("listing the whole account in the background")
         }
         do {

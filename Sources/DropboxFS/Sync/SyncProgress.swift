@@ -37,6 +37,14 @@ public struct SyncProgress: Sendable, Equatable {
     public var restoredEntries: Int = 0
     public var storedSyncedAt: Int64 = 0
 
+    /// A whole-account fill starts at `time` (monotonic seconds): the status shows it running, not
+    /// the finished time of a fill before it.
+    mutating func fillStarting(at time: Double) {
+        phase = .filling
+        fillStarted = time
+        fillSeconds = nil
+    }
+
     /// One line for the log and the status attribute; `offlineSince` (seconds since the epoch)
     /// while Dropbox cannot be reached.
     public func summary(entriesInTree: Int, now: Double, offlineSince: Int64? = nil) -> String {

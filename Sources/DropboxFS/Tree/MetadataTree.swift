@@ -171,6 +171,11 @@ struct MetadataTree {
         return children
     }
 
+    /// The children of a folder that are folders, sorted as `children(of:)`.
+    mutating func subfolders(of folder: UInt32) -> [UInt32] {
+        children(of: folder).filter { nodes[Int($0)].kind == .folder }
+    }
+
     /// The entries below `folder` (all its descendants), its children, and how many of those are
     /// folders, counted over the tree as it stands; zeros for a file. The parallel fill plans a
     /// refill from these (FillPlan.swift). A walk of the subtree: call it per branch, not per
