@@ -250,7 +250,8 @@ class FakeDropbox:
         return self._call("GET", "/_control/faults")["rules"]
 
     def clear_faults(self):
-        return self._call("DELETE", "/_control/faults")
+        """Removes every fault; returns the removed rules with their final `fired` counts."""
+        return self._call("DELETE", "/_control/faults")["rules"]
 
     def config(self, **kw):
         return self._call("POST", "/_control/config", kw)

@@ -215,8 +215,7 @@ def handle(st, method, path, query_string, raw):
                 except (FaultError, ValueError) as e:
                     raise ControlError(400, str(e))
             if method == "DELETE":
-                st.faults.clear()
-                return json_reply({"rules": []})
+                return json_reply({"rules": st.faults.clear()})
             if method == "GET":
                 return json_reply({"rules": st.faults.list()})
         if method == "POST" and name == "config":

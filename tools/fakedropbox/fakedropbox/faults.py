@@ -83,8 +83,11 @@ class FaultSet:
         return [r.to_json() for r in rules]
 
     def clear(self):
+        """Removes every rule; returns their JSON as they stood when removed, so a caller reads
+        the requests they fired and knows that every later request meets no fault."""
         with self.lock:
-            self.rules = []
+            rules, self.rules = self.rules, []
+            return [r.to_json() for r in rules]
 
     def list(self):
         with self.lock:

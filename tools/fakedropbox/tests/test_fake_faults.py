@@ -68,8 +68,10 @@ def test_after_and_count(fd):
 def test_count_zero_means_forever_and_clear(fd):
     fd.add_fault("*", "503", count=0)
     assert all(fd.rpc("files/list_folder", {"path": ""}).status == 503 for _ in range(5))
-    fd.clear_faults()
+    cleared = fd.clear_faults()
+    assert [(r["route"], r["seen"], r["fired"]) for r in cleared] == [("*", 5, 5)]
     assert fd.rpc("files/list_folder", {"path": ""}).status == 200
+    assert fd.faults() == [] and fd.clear_faults() == []
 
 
 def test_reset_sends_rst(fd):
