@@ -2,8 +2,10 @@
 // which is also the inode number the kernel sees. A struct in chunked storage (no class per entry)
 // keeps a million entries compact (docs/SWIFT-FUSE-NOTES.md "Memory per entry";
 // docs/PERFORMANCE.md): the `id` is packed into 17 bytes, a hex `rev` of up to 16 digits into a
-// UInt64, the content hash is 32 raw bytes, and folder-only state lives in the tree's FolderState
-// table, indexed by `folderSlot`. The nodes are guarded by whatever guards their MetadataTree
+// UInt64, the two times into 32 bits each (seconds from 1970 to 2106), the content hash is 32 raw
+// bytes, and folder-only state lives in the tree's FolderState table, indexed by `folderSlot`.
+// Whatever does not pack (an odd id or rev, a time outside that range) is kept as is in a
+// NodeSpill, which almost no node has. The nodes are guarded by whatever guards their MetadataTree
 // (LiveTree.state).
 
 import DropboxAPI
@@ -52,28 +54,30 @@ struct OddKeys {
     var byName: [ExactName: UInt32] = [:]
 }
 
-/// An `id` or `rev` that does not fit the packed forms, kept as is. Immutable, so Node stays a value.
+/// The fields of a node that do not fit their packed forms, kept as is. Immutable, so Node stays a
+/// value: a change makes a new one (`Node.respill`).
 final class NodeSpill: Sendable {
     let id: String?
     let rev: String?
+    let mtime: Int64?
+    let ctime: Int64?
 
-    init?(id: String?, rev: String?) {
-        if id == nil && rev == nil { return nil }
+    init?(id: String?, rev: String?, mtime: Int64?, ctime: Int64?) {
+        if id == nil && rev == nil && mtime == nil && ctime == nil { return nil }
         self.id = id
         self.rev = rev
+        self.mtime = mtime
+        self.ctime = ctime
     }
 }
 
 struct Node {
     /// The entry's own `name`, exactly as Dropbox sent it (validated by NodeName).
     var name: String
-    /// The `id` and/or `rev` when they do not pack (see `id`, `rev`); nil for almost every node.
+    /// The `id`, `rev` or times when they do not pack (see `id`, `rev`, `mtime`); nil for almost
+    /// every node.
     private var spill: NodeSpill?
     var size: UInt64 = 0
-    /// client_modified (files) or the folder time, seconds since the epoch.
-    var mtime: Int64 = 0
-    /// server_modified (files) or the folder time.
-    var ctime: Int64 = 0
     /// The content hash's bytes; meaningful only when `hasHash`.
     private var hash: ContentHash = Node.zeroHash
     /// A packed `id` ("id:" + 22 URL-safe base64 characters): 6 bits per character.
@@ -89,6 +93,10 @@ struct Node {
     var lookups: UInt32 = 0
     /// Index of the parent folder (the root is its own parent).
     var parent: UInt32
+    /// `mtime` and `ctime` as seconds since the epoch, or `timeSpilled` (in `spill`). Two 32-bit
+    /// fields instead of two 64-bit ones bring the node from 128 to 120 bytes.
+    private var mtimeBits: UInt32 = 0
+    private var ctimeBits: UInt32 = 0
     /// The fill epoch that last saw this entry; a completed full listing removes older ones.
     var seenEpoch: UInt32 = 0
     /// The folder's index in MetadataTree's folder table; 0 for files (and released folders).
@@ -113,6 +121,7 @@ struct Node {
     private static let hashFlag: UInt8 = 8
     private static let provisionalFlag: UInt8 = 16
     private static let spilled: UInt8 = 0xFF
+    private static let timeSpilled = UInt32.max
 
     private func flag(_ bit: UInt8) -> Bool { flags & bit != 0 }
     private mutating func setFlag(_ bit: UInt8, _ on: Bool) { flags = on ? flags | bit : flags & ~bit }
@@ -164,7 +173,7 @@ struct Node {
                 setPackedID(packed)
             } else {
                 (idLow, idHigh, idForm) = (0, 0, 3)
-                spill = NodeSpill(id: newValue, rev: spill?.rev)
+                respill(id: .some(newValue))
             }
         }
     }
@@ -183,7 +192,7 @@ struct Node {
 
     private mutating func setPackedID(_ packed: (UInt64, UInt64, UInt8)) {
         (idLow, idHigh, idForm) = packed
-        if spill?.id != nil { spill = NodeSpill(id: nil, rev: spill?.rev) }
+        if spill?.id != nil { respill(id: .some(nil)) }
     }
 
     /// Dropbox `rev`; empty for the root and for folders.
@@ -202,7 +211,7 @@ struct Node {
                 setPackedRev(packed)
             } else {
                 (revBits, revForm) = (0, Self.spilled)
-                spill = NodeSpill(id: spill?.id, rev: newValue)
+                respill(rev: .some(newValue))
             }
         }
     }
@@ -220,7 +229,43 @@ struct Node {
 
     private mutating func setPackedRev(_ packed: (UInt64, UInt8)) {
         (revBits, revForm) = packed
-        if spill?.rev != nil { spill = NodeSpill(id: spill?.id, rev: nil) }
+        if spill?.rev != nil { respill(rev: .some(nil)) }
+    }
+
+    /// client_modified (files) or the folder time, seconds since the epoch.
+    var mtime: Int64 {
+        get { mtimeBits != Self.timeSpilled ? Int64(mtimeBits) : spill?.mtime ?? 0 }
+        set {
+            if let packed = Self.packTime(newValue) {
+                mtimeBits = packed
+                if spill?.mtime != nil { respill(mtime: .some(nil)) }
+            } else {
+                mtimeBits = Self.timeSpilled
+                respill(mtime: .some(newValue))
+            }
+        }
+    }
+
+    /// server_modified (files) or the folder time.
+    var ctime: Int64 {
+        get { ctimeBits != Self.timeSpilled ? Int64(ctimeBits) : spill?.ctime ?? 0 }
+        set {
+            if let packed = Self.packTime(newValue) {
+                ctimeBits = packed
+                if spill?.ctime != nil { respill(ctime: .some(nil)) }
+            } else {
+                ctimeBits = Self.timeSpilled
+                respill(ctime: .some(newValue))
+            }
+        }
+    }
+
+    /// Replaces the spill with one whose given fields changed (`.some(nil)`: no longer spilled).
+    private mutating func respill(
+        id: String?? = .none, rev: String?? = .none, mtime: Int64?? = .none, ctime: Int64?? = .none
+    ) {
+        spill = NodeSpill(
+            id: id ?? spill?.id, rev: rev ?? spill?.rev, mtime: mtime ?? spill?.mtime, ctime: ctime ?? spill?.ctime)
     }
 
     /// Whether `id` and `rev` are the same as `other`'s (without building the strings when packed).
@@ -234,6 +279,11 @@ struct Node {
     }
 
     // MARK: Packing
+
+    /// Seconds from 1970 to early 2106 (32 bits, the spill marker excluded); nil otherwise.
+    static func packTime(_ seconds: Int64) -> UInt32? {
+        seconds >= 0 && seconds < Int64(timeSpilled) ? UInt32(seconds) : nil
+    }
 
     private static let idPrefix = Array("id:".utf8)
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)

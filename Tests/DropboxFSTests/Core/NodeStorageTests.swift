@@ -64,6 +64,35 @@ extension CoreTests {
                 node.id == String(decoding: [0xFF, 0x69], as: UTF8.self), "invalid UTF-8 is repaired, as text(_:) does")
         }
 
+        /// Times pack into 32 bits from 1970 to early 2106; any other (a file dated 1601, or 9999,
+        /// as some clients send) is kept whole in the spill, next to a spilled id or rev.
+        @Test func timesRoundTripPackedOrSpilled() {
+            let times: [Int64] = [
+                0, 1, 1_764_547_200, Int64(UInt32.max) - 1, Int64(UInt32.max), Int64(UInt32.max) + 1, -1,
+                -11_644_473_600, 253_402_300_799, .max, .min,
+            ]
+            for id in ["id:a4ayc_80_OEAAAAAAAAAXw", "id:short"] {
+                for mtime in times {
+                    for ctime in times {
+                        var node = Node(parent: 1, name: "n", kind: .file)
+                        node.id = id
+                        node.rev = "015f3b0ac8a1e2f0"
+                        node.mtime = mtime
+                        node.ctime = ctime
+                        #expect(node.mtime == mtime && node.ctime == ctime && node.id == id)
+                        var other = node
+                        other.mtime = 7
+                        #expect(other.mtime == 7 && other.ctime == ctime && other.id == id)
+                        #expect(node.mtime == mtime, "a copy's change leaves the original alone")
+                        other.ctime = 8
+                        other.rev = "015f3b0ac8a1e2f0"
+                        #expect(other.mtime == 7 && other.ctime == 8 && other.id == id)
+                        #expect(other.sameIDAndRev(as: node))
+                    }
+                }
+            }
+        }
+
         @Test func flagsAndHash() {
             var node = Node(parent: 1, name: "n", kind: .file)
             #expect(node.attached && node.isDownloadable && !node.provisional && node.contentHash == nil)
