@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tools" / "fakedropbox"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakedropbox.client import FakeDropbox  # noqa: E402
-from helpers import TOKEN, env_for, is_mounted, pids_of_daemon, process_gone, wait_until  # noqa: E402
+from helpers import TOKEN, env_for, is_mounted, pids_of_daemon, process_gone, unmount, wait_until  # noqa: E402
 
 BINARY = Path(os.environ.get("DROPBOXFS_BIN", ROOT / ".build" / "debug" / "dropboxfs"))
 
@@ -85,7 +85,7 @@ class Mount:
 
     def unmount(self, timeout=15):
         if is_mounted(self.path):
-            subprocess.run(["fusermount3", "-u", self.path], check=False, capture_output=True, timeout=timeout)
+            unmount(self.path, timeout=timeout)
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -166,7 +166,7 @@ def background_mounts():
     problems = []
     for path in paths:
         if is_mounted(path):
-            subprocess.run(["fusermount3", "-u", str(path)], check=False, capture_output=True, timeout=15)
+            unmount(str(path))
         for pid in pids_of_daemon(path):
             try:
                 wait_until(lambda: process_gone(pid), timeout=10, message=f"daemon {pid} to exit")

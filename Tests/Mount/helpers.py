@@ -47,6 +47,20 @@ def run(*cmd, timeout=60, check=False, env=None, input=None, cwd=None):
         input=input, cwd=cwd)
 
 
+def unmount(path, timeout=15, busy_for=5.0):
+    """`fusermount3 -u path`, tried again while the kernel answers "Device or resource busy" (for
+    up to `busy_for` seconds); returns the last CompletedProcess. Another test's `dropboxfs status`
+    without a path reads the status attribute of every dropboxfs mount, this test's too, and the
+    kernel refuses the unmount while such a getxattr is in flight. The daemon takes no part in
+    that answer, so trying again tests the same thing."""
+    deadline = time.monotonic() + busy_for
+    while True:
+        r = run("fusermount3", "-u", path, timeout=timeout)
+        if r.returncode == 0 or b"busy" not in r.stderr or time.monotonic() > deadline:
+            return r
+        time.sleep(0.05)
+
+
 def sh(script, timeout=60, env=None):
     return subprocess.run(["sh", "-c", script], capture_output=True, timeout=timeout, env=env)
 

@@ -31,7 +31,7 @@ import pytest
 
 from conftest import Mount, unmount_all
 from helpers import (closed_port, env_for, expected_entries, is_mounted, run, wait_for_fill,
-                     wait_until)
+                     wait_until, unmount)
 
 APP_KEY = "fakeappkey"
 ACCOUNT_NAME = "Franz Ferdinand (Personal)"
@@ -658,7 +658,7 @@ def test_missing_scope_is_named(binary, fake_factory, background_mounts, home):
                    message="the mount to start or fail")
     finally:
         if probe.poll() is None:
-            subprocess.run(["fusermount3", "-u", str(mountpoint)], capture_output=True, timeout=15)
+            unmount(str(mountpoint))
         out = probe.communicate(timeout=15)[0]
     assert probe.returncode == 4 and not is_mounted(mountpoint), out
     assert b"files.metadata.read" in out, out
@@ -800,7 +800,7 @@ def test_no_token_appears_in_any_output(binary, fake_factory, proxy_factory, bac
             proxy.expire_used_tokens()
             record("cat after expiry", run("cat", mnt / "Documents/Work/data.csv", timeout=30))
             assert proxy.refreshes() == refreshes + 1, "the expired token was not refreshed"
-            record("unmount", run("fusermount3", "-u", mnt, timeout=15))
+            record("unmount", unmount(mnt))
             daemon.wait(timeout=15)
         finally:
             if daemon.poll() is None:

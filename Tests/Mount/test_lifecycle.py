@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from helpers import TOKEN, env_for
-from helpers import is_mounted, pids_of_daemon, process_gone, run, wait_until
+from helpers import is_mounted, pids_of_daemon, process_gone, run, unmount, wait_until
 
 
 def small_fake(fake_factory):
@@ -86,7 +86,7 @@ def test_one_usable_cpu_means_libfuses_loop(fake_factory, mount_factory):
 def test_fusermount_unmount_ends_the_daemon(fake_factory, mount_factory, args, line):
     fake = small_fake(fake_factory)
     m = mount_with_loop(fake, mount_factory, args, line)
-    r = run("fusermount3", "-u", m.path, timeout=15)
+    r = unmount(m.path)
     assert r.returncode == 0, r.stderr
     assert m.process.wait(timeout=15) == 0, m.log_text()
     assert not is_mounted(m.path)
@@ -109,7 +109,7 @@ def test_shutdown_while_the_watcher_waits_is_quiet(fake_factory, mount_factory):
         if cycle % 2 == 0:
             m.process.send_signal(signal.SIGTERM)
         else:
-            assert run("fusermount3", "-u", m.path, timeout=15).returncode == 0
+            assert unmount(m.path).returncode == 0
         assert m.process.wait(timeout=15) == 0, m.log_text()
         assert not is_mounted(m.path)
         try:
@@ -124,13 +124,13 @@ def test_unmount_while_busy_is_refused_then_works(fake_factory, mount_factory):
     m = mount_factory(fake)
     holder = open(f"{m.path}/hello.txt", "rb")
     try:
-        r = run("fusermount3", "-u", m.path, timeout=15)
+        r = unmount(m.path, busy_for=0)
         assert r.returncode != 0 and b"busy" in r.stderr
         assert m.process.poll() is None
         assert is_mounted(m.path)
     finally:
         holder.close()
-    assert run("fusermount3", "-u", m.path, timeout=15).returncode == 0
+    assert unmount(m.path).returncode == 0
     assert m.process.wait(timeout=15) == 0
 
 
@@ -187,7 +187,7 @@ def test_background_mode(binary, fake_factory, background_mounts, tmp_path):
     assert len(pids) == 1, pids
     # The daemon runs in its own session, detached from ours.
     assert os.getsid(pids[0]) == pids[0]
-    r = run("fusermount3", "-u", mnt, timeout=15)
+    r = unmount(mnt)
     assert r.returncode == 0, r.stderr
     wait_until(lambda: process_gone(pids[0]), timeout=15, message="the background daemon to exit")
     assert not is_mounted(mnt)
@@ -300,7 +300,7 @@ def test_background_mode_default_log_file(binary, fake_factory, background_mount
     assert log.exists()
     assert oct(os.stat(state / "dropboxfs").st_mode & 0o777) == "0o700"
     pids = pids_of_daemon(mnt)
-    assert run("fusermount3", "-u", mnt, timeout=15).returncode == 0
+    assert unmount(mnt).returncode == 0
     for pid in pids:
         wait_until(lambda: process_gone(pid), timeout=15, message="the background daemon to exit")
     assert TOKEN not in log.read_text(errors="replace")
@@ -312,7 +312,7 @@ def test_a_quick_remount_is_not_undone_by_the_previous_daemon(fake_factory, moun
     fake = small_fake(fake_factory)
     m = mount_factory(fake)
     assert_usable(m)
-    assert run("fusermount3", "-u", m.path, timeout=15).returncode == 0
+    assert unmount(m.path).returncode == 0
     m2 = mount_factory(fake, mountpoint=m.path)  # while the first daemon may still be exiting
     assert_usable(m2)
     assert m.process.wait(timeout=15) == 0

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from helpers import env_for, is_mounted, pids_of_daemon, process_gone, run, wait_until
+from helpers import env_for, is_mounted, pids_of_daemon, process_gone, run, unmount, wait_until
 from test_profiles import profile_env, sign_in_with_args
 from test_auth import Home
 
@@ -44,9 +44,9 @@ def source_of(mountpoint):
     return None
 
 
-def unmount(path):
+def unmount_and_wait(path):
     pids = pids_of_daemon(path)
-    assert run("fusermount3", "-u", path, timeout=15).returncode == 0
+    assert unmount(path).returncode == 0
     for pid in pids:
         wait_until(lambda: process_gone(pid), timeout=15, message="the daemon to exit")
 
@@ -69,7 +69,7 @@ def test_fstab_line_with_a_token(fake, path_with_dropboxfs, tmp_path, background
     assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
     assert run("cat", mnt / "folder/inside.txt").stdout == b"inside\n"
     assert source_of(mnt) == ["fuse.dropboxfs", "dropboxfs"]
-    unmount(mnt)
+    unmount_and_wait(mnt)
     log = (tmp_path / "state" / "dropboxfs" / "dropboxfs.log").read_text()
     assert "[debug]" in log and "unmounted" in log and "[error]" not in log, log
 
@@ -89,7 +89,7 @@ def test_fstab_line_naming_a_profile(binary, fake, path_with_dropboxfs, tmp_path
     assert r.returncode == 0, r
     assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
     assert source_of(mnt) == ["fuse.dropboxfs", "work"]
-    unmount(mnt)
+    unmount_and_wait(mnt)
     assert list((home.cache / "dropboxfs" / "profiles" / "work" / "trees").glob("*.db"))
     assert (home.root / "state" / "dropboxfs" / "dropboxfs-work.log").exists()
 
@@ -130,4 +130,4 @@ def test_helper_mode_without_mount_fuse3(binary, fake, tmp_path, background_moun
     assert r.returncode == 0, r
     assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
     assert source_of(mnt) == ["fuse.dropboxfs", "default"]
-    unmount(mnt)
+    unmount_and_wait(mnt)

@@ -11,7 +11,7 @@ import pytest
 
 import subprocess
 
-from helpers import is_mounted, pids_of_daemon, process_gone, run, wait_until
+from helpers import is_mounted, pids_of_daemon, process_gone, run, unmount, wait_until
 from test_auth import Home, sign_in
 
 
@@ -41,7 +41,7 @@ def stop_background(paths):
     for path in paths:
         pids = pids_of_daemon(path)
         if is_mounted(path):
-            run("fusermount3", "-u", path, timeout=15)
+            unmount(path)
         for pid in pids:
             wait_until(lambda: process_gone(pid), timeout=15, message=f"daemon {pid} to exit")
 

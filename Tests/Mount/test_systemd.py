@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, env_for, is_mounted, run, wait_until
+from helpers import ROOT, env_for, is_mounted, run, unmount, wait_until
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def start_daemon(binary, fake, mnt, tmp_path, notify_socket, cwd=None, extra=Non
 
 def stop(p, mnt):
     if is_mounted(mnt):
-        run("fusermount3", "-u", mnt, timeout=15)
+        unmount(mnt)
     try:
         return p.wait(timeout=15)
     finally:
@@ -107,7 +107,7 @@ def test_ready_and_stopping_reach_the_notify_socket(binary, fake, tmp_path, kind
                         assert b"NOTIFY_SOCKET" not in f.read()
             except OSError:
                 continue
-        assert run("fusermount3", "-u", mnt, timeout=15).returncode == 0
+        assert unmount(mnt).returncode == 0
         text, _ = notify.wait_for("STOPPING=1")
         assert p.wait(timeout=15) == 0
         ready = [m for m, _ in notify.messages if "READY=1" in m.splitlines()]

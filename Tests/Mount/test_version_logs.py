@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, env_for, is_mounted, pids_of_daemon, process_gone, run, wait_until
+from helpers import ROOT, env_for, is_mounted, pids_of_daemon, process_gone, run, unmount, wait_until
 
 TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d"
 LOG_LINE = re.compile(rf"^({TIME}) dropboxfs\[(debug|info|warning|error)\]: ")
@@ -90,7 +90,7 @@ def test_journal_lines_carry_a_priority_instead_of_a_time(binary, fake, tmp_path
         try:
             wait_until(lambda: is_mounted(mnt), timeout=20, message="the mount")
         finally:
-            run("fusermount3", "-u", mnt, timeout=15)
+            unmount(mnt)
             assert p.wait(timeout=15) == 0
     lines = log.read_text().splitlines()
     assert lines
@@ -168,7 +168,7 @@ def test_the_background_log_is_rotated_at_its_cap(binary, fake_factory, backgrou
     assert r.returncode == 0, r
     assert os.listdir(mnt) == ["hello.txt"]
     pids = pids_of_daemon(mnt)
-    assert run("fusermount3", "-u", mnt, timeout=15).returncode == 0
+    assert unmount(mnt).returncode == 0
     for pid in pids:
         wait_until(lambda: process_gone(pid), timeout=15, message="the daemon to exit")
     rotated = log.with_name("dropboxfs.log.1")
