@@ -12,7 +12,7 @@ Environment.fillHome()
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "mount" {  // a long-running daemon
     OpenFileLimit.raiseToHardLimit()
-    MallocTuning.apply()
+    MallocArenas.limit()
 }
 
 func run(_ arguments: [String]) -> ExitCode {

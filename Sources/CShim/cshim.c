@@ -40,7 +40,3 @@ int dbx_set_not_dumpable(void) {
 int dbx_set_malloc_arena_max(int arenas) {
     return mallopt(M_ARENA_MAX, arenas);
 }
-
-int dbx_set_malloc_mmap_threshold(int bytes) {
-    return mallopt(M_MMAP_THRESHOLD, bytes);
-}

@@ -23,10 +23,6 @@ ssize_t dbx_getxattr(const char *path, const char *name, void *value, size_t siz
 // result (1 on success).
 int dbx_set_malloc_arena_max(int arenas);
 
-// mallopt(M_MMAP_THRESHOLD, bytes): fixes the size from which malloc maps a block of its own (and
-// turns off glibc's moving threshold). Returns mallopt's result (1 on success).
-int dbx_set_malloc_mmap_threshold(int bytes);
-
 // prctl(PR_SET_DUMPABLE, 0): prctl is variadic, so Swift cannot call it. Returns prctl's result.
 int dbx_set_not_dumpable(void);
 
