@@ -29,6 +29,8 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         var nextWaiter: UInt64 = 0
         /// Held calls that ended because their task was cancelled.
         var cancelledWhileHeld: [DropboxMethod: Int] = [:]
+        /// The priorities of the tasks that made each method's calls (raw values).
+        var priorities: [DropboxMethod: Set<UInt8>] = [:]
     }
 
     /// What to do with one call, decided when it starts.
@@ -122,7 +124,16 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
     }
 
     public func resetCalls() {
-        plan.withLock { $0.calls = CallLog() }
+        plan.withLock { state in
+            state.calls = CallLog()
+            state.priorities = [:]
+        }
+    }
+
+    /// The priorities of the tasks that called `method` since creation or resetCalls(), lowest
+    /// first.
+    public func priorities(_ method: DropboxMethod) -> [TaskPriority] {
+        plan.withLock { $0.priorities[method] ?? [] }.sorted().map { TaskPriority(rawValue: $0) }
     }
 
     // MARK: DropboxClient
@@ -188,6 +199,7 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
     private func admit(_ method: DropboxMethod, holding: Bool = false) async throws(DropboxError) -> UInt64? {
         let admission = plan.withLock { state in
             let number = state.calls.record(method)
+            state.priorities[method, default: []].insert(Task.currentPriority.rawValue)
             var failure = state.numberedFailures[method]?.removeValue(forKey: number)
             if failure == nil, var queue = state.nextFailures[method], !queue.isEmpty {
                 failure = queue.removeFirst()

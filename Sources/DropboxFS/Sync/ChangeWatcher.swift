@@ -23,7 +23,10 @@ extension SyncEngine {
             // that folders are listed lazily.
             if options.prefetch && !s.restored { s.progress.fillStarting(at: now) }
         }
-        let task = Task { await self.runSync() }
+        // Below the requests' priority: the fill decodes and applies pages on the task pool, and
+        // a lookup queued behind them on the same threads waited up to tens of milliseconds per
+        // hop (docs/PERFORMANCE.md, "Background work at utility priority"). Tasks it starts inherit it.
+        let task = Task(priority: .utility) { await self.runSync() }
         state.withLock { $0.backgroundTasks.append(task) }
     }
 

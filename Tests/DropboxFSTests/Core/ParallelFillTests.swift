@@ -263,5 +263,26 @@ extension CoreTests {
             #expect(fs.syncStatus().contains("resets=1"))
             #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [], "\(log)")
         }
+
+        /// The fill and the change watcher run below the requests' priority: on Linux each priority
+        /// has its own threads, so a lookup is not queued behind pages being decoded and applied.
+        /// A request's own listing keeps the priority of the task that asked.
+        @Test func theFillRunsBelowTheRequests() async throws {
+            let fake = Self.fake(seed: 11, entries: 120)
+            let client = FaultInjectingClient(fake)
+            let fs = Self.mount(client)
+            fs.startSync()
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            fs.stop()
+            #expect(client.priorities(.listFolderGetLatestCursor) == [.utility])
+            #expect(client.priorities(.listFolder) == [.utility])
+            #expect(client.priorities(.listFolderContinue) == [.utility])
+
+            let lazyClient = FaultInjectingClient(fake)
+            let lazy = Filesystem(client: lazyClient, options: options(pageLimit: 7))
+            let names = try await Task(priority: .medium) { try await CoreTests.names(lazy, Filesystem.rootInode) }.value
+            #expect(!names.isEmpty)
+            #expect(lazyClient.priorities(.listFolder) == [.medium])
+        }
     }
 }
