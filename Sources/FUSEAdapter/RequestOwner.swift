@@ -93,7 +93,17 @@ final class RequestOwner: Sendable {
         }
         // Before the Task exists, so that nothing can have answered (and freed) the request yet.
         kernel.watchInterrupts(request, id: id)
-        let task = Task { await work(id) }
+        // Above the background sync (`.utility`, Sync/ChangeWatcher.swift), whichever thread the
+        // request came in on: each priority has its own task threads, so requests never queue
+        // behind fill pages. (Without it, a task takes its thread's priority: `.userInitiated` on
+        // the main thread of the default loop, `.medium` on libfuse's worker threads.)
+        let task = Task(priority: .userInitiated) { [self] in
+            // The Task may start before it is registered below (it has threads of its own): an
+            // interrupt, or the session closing, that came first cancels it here, at its start.
+            let stale = state.withLock { s in s.pending[id].map { $0.interrupted } ?? true }
+            if stale { withUnsafeCurrentTask { $0?.cancel() } }
+            await work(id)
+        }
         let interrupted = state.withLock { s -> Bool in
             guard s.pending[id] != nil else { return false }
             s.pending[id]?.task = task

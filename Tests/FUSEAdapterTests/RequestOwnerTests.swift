@@ -155,6 +155,19 @@ import Testing
         #expect(!owner.answer(0, Self.request(0xa000)) { _ in Issue.record("sent into a closed session") })
     }
 
+    /// A request's Task runs above the background sync (`.utility`) whichever thread it came in
+    /// on: the main thread (default loop) and a plain thread (libfuse's workers) alike.
+    @Test func requestsRunAtUserInitiatedPriority() async throws {
+        let (owner, _) = Self.make()
+        let seen = Box<[TaskPriority]>([])
+        owner.later(Self.request(0x1000)) { _ in seen.update { $0.append(Task.currentPriority) } }
+        let thread = Thread { owner.later(Self.request(0x2000)) { _ in seen.update { $0.append(Task.currentPriority) } } }
+        thread.start()
+        try await Self.waitUntil("both tasks ran") { seen.value.count == 2 }
+        #expect(seen.value == [.userInitiated, .userInitiated])
+        #expect(owner.finish(within: .seconds(1)) {})
+    }
+
     @Test func invalidationsStopWhenClosingAndTheSessionWaitsForOneInProgress() async throws {
         let (owner, _) = Self.make()
         let inside = Box(false)

@@ -60,8 +60,9 @@ extension SyncEngine {
     }
 
     /// Starts listing `folder` by itself (every page) as the listing requests for it share;
-    /// call with the lock held. The whole-account fill starts one this way for each folder it
-    /// lists alone, so a request for the same folder meanwhile joins it.
+    /// call with the lock held. Only requests start these, at their own priority: the
+    /// whole-account fill lists its folders alone without sharing (listAloneForFill), so no
+    /// request ever waits on a listing running at the fill's lower priority.
     func startFolderListing(_ folder: UInt32, in s: inout State) -> SharedWork<Void> {
         let path = tree.state.withLock { t in t.tree.listingPath(of: folder) }
         let ticket = s.changeReplay.begin()

@@ -280,9 +280,9 @@ extension CoreTests {
 
             let lazyClient = FaultInjectingClient(fake)
             let lazy = Filesystem(client: lazyClient, options: options(pageLimit: 7))
-            let names = try await Task(priority: .medium) { try await CoreTests.names(lazy, Filesystem.rootInode) }.value
+            let names = try await Task(priority: .userInitiated) { try await CoreTests.names(lazy, Filesystem.rootInode) }.value
             #expect(!names.isEmpty)
-            #expect(lazyClient.priorities(.listFolder) == [.medium])
+            #expect(lazyClient.priorities(.listFolder) == [.userInitiated])
         }
     }
 }
