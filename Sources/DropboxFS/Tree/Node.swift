@@ -260,6 +260,9 @@ struct Node {
         }
     }
 
+    /// Whether any field is kept in the spill (for tests: it goes once every field packs again).
+    var hasSpill: Bool { spill != nil }
+
     /// Replaces the spill with one whose given fields changed (`.some(nil)`: no longer spilled).
     private mutating func respill(
         id: String?? = .none, rev: String?? = .none, mtime: Int64?? = .none, ctime: Int64?? = .none

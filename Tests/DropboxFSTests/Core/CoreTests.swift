@@ -515,8 +515,22 @@ extension CoreTests {
             default:
                 fake.addFile(
                     path, size: UInt64.random(in: 0...5000, using: &random), seed: random.next(),
-                    clientModified: DropboxTimestamp(secondsSinceEpoch: Int64.random(in: 1_000_000_000...1_600_000_000, using: &random)))
+                    clientModified: DropboxTimestamp(secondsSinceEpoch: modifiedTime()))
             }
+        }
+
+        /// Times a nasty tree mixes in: before 1970, around the 32-bit limits, far ahead (the
+        /// tree keeps times outside 1970 to 2106 apart from the node, Tree/Node.swift).
+        static let nastyTimes: [Int64] = [
+            -11_644_473_600, -1, 0, Int64(UInt32.max) - 1, Int64(UInt32.max), Int64(UInt32.max) + 1, 253_402_300_799,
+        ]
+
+        /// A file's client_modified: 2001 to 2020, and in a nasty tree one time in ten from
+        /// `nastyTimes`. Draws exactly one number either way, so a seed still builds the same tree.
+        mutating func modifiedTime() -> Int64 {
+            let time = Int64.random(in: 1_000_000_000...1_600_000_000, using: &random)
+            guard nasty, time % 10 == 0 else { return time }
+            return Self.nastyTimes[Int(time / 10 % Int64(Self.nastyTimes.count))]
         }
     }
 }

@@ -93,6 +93,33 @@ extension CoreTests {
             }
         }
 
+        /// Each field leaves the spill on its own, in whatever order the fields are set (the store
+        /// sets the times before the id and rev), and the spill goes once every field packs.
+        @Test(arguments: [false, true]) func spilledFieldsComeAndGoInAnyOrder(timesFirst: Bool) {
+            let (longID, longRev) = ("id:" + String(repeating: "x", count: 40), "0123456789abcdef0123")
+            let (early, late): (Int64, Int64) = (-11_644_473_600, 253_402_300_799)
+            var node = Node(parent: 1, name: "n", kind: .file)
+            if timesFirst {
+                (node.mtime, node.ctime) = (early, late)
+                (node.id, node.rev) = (longID, longRev)
+            } else {
+                (node.id, node.rev) = (longID, longRev)
+                (node.mtime, node.ctime) = (early, late)
+            }
+            #expect(node.id == longID && node.rev == longRev && node.mtime == early && node.ctime == late)
+            node.id = "id:a4ayc_80_OEAAAAAAAAAXw"
+            #expect(node.id == "id:a4ayc_80_OEAAAAAAAAAXw" && node.rev == longRev)
+            #expect(node.mtime == early && node.ctime == late)
+            node.rev = "015f3b0ac8a1e2f0"
+            #expect(node.rev == "015f3b0ac8a1e2f0" && node.mtime == early && node.ctime == late && node.hasSpill)
+            node.mtime = 1_764_547_200
+            #expect(node.mtime == 1_764_547_200 && node.ctime == late && node.hasSpill)
+            node.ctime = 1_764_547_201
+            #expect(node.ctime == 1_764_547_201 && node.id == "id:a4ayc_80_OEAAAAAAAAAXw" && !node.hasSpill)
+            node.rev = longRev
+            #expect(node.rev == longRev && node.hasSpill && node.mtime == 1_764_547_200)
+        }
+
         @Test func flagsAndHash() {
             var node = Node(parent: 1, name: "n", kind: .file)
             #expect(node.attached && node.isDownloadable && !node.provisional && node.contentHash == nil)
