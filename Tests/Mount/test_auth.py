@@ -31,7 +31,7 @@ import pytest
 
 from conftest import Mount, unmount_all
 from helpers import (closed_port, env_for, expected_entries, is_mounted, run, wait_for_fill,
-                     wait_until, unmount)
+                     unmount, wait_until)
 
 APP_KEY = "fakeappkey"
 ACCOUNT_NAME = "Franz Ferdinand (Personal)"

@@ -236,13 +236,9 @@ struct Node {
     var mtime: Int64 {
         get { mtimeBits != Self.timeSpilled ? Int64(mtimeBits) : spill?.mtime ?? 0 }
         set {
-            if let packed = Self.packTime(newValue) {
-                mtimeBits = packed
-                if spill?.mtime != nil { respill(mtime: .some(nil)) }
-            } else {
-                mtimeBits = Self.timeSpilled
-                respill(mtime: .some(newValue))
-            }
+            let (bits, spilled) = Self.splitTime(newValue)
+            mtimeBits = bits
+            if spilled != nil || spill?.mtime != nil { respill(mtime: .some(spilled)) }
         }
     }
 
@@ -250,13 +246,9 @@ struct Node {
     var ctime: Int64 {
         get { ctimeBits != Self.timeSpilled ? Int64(ctimeBits) : spill?.ctime ?? 0 }
         set {
-            if let packed = Self.packTime(newValue) {
-                ctimeBits = packed
-                if spill?.ctime != nil { respill(ctime: .some(nil)) }
-            } else {
-                ctimeBits = Self.timeSpilled
-                respill(ctime: .some(newValue))
-            }
+            let (bits, spilled) = Self.splitTime(newValue)
+            ctimeBits = bits
+            if spilled != nil || spill?.ctime != nil { respill(ctime: .some(spilled)) }
         }
     }
 
@@ -286,6 +278,11 @@ struct Node {
     /// Seconds from 1970 to early 2106 (32 bits, the spill marker excluded); nil otherwise.
     static func packTime(_ seconds: Int64) -> UInt32? {
         seconds >= 0 && seconds < Int64(timeSpilled) ? UInt32(seconds) : nil
+    }
+
+    /// A time's 32-bit field and, when it does not pack, the value the spill keeps instead.
+    private static func splitTime(_ seconds: Int64) -> (bits: UInt32, spilled: Int64?) {
+        packTime(seconds).map { ($0, nil) } ?? (timeSpilled, seconds)
     }
 
     private static let idPrefix = Array("id:".utf8)
