@@ -97,7 +97,7 @@ final class RequestOwner: Sendable {
         // request came in on: each priority has its own task threads, so requests never queue
         // behind fill pages. (Without it, a task takes its thread's priority: `.userInitiated` on
         // the main thread of the default loop, `.medium` on libfuse's worker threads.)
-        let task = Task(priority: .userInitiated) { [self] in
+        let task = Task(priority: TaskPriorities.requests) { [self] in
             // The Task may start before it is registered below (it has threads of its own): an
             // interrupt, or the session closing, that came first cancels it here, at its start.
             let stale = state.withLock { s in s.pending[id].map { $0.interrupted } ?? true }

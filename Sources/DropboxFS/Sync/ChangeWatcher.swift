@@ -26,7 +26,7 @@ extension SyncEngine {
         // Below the requests' priority: the fill decodes and applies pages on the task pool, and
         // a lookup queued behind them on the same threads waited up to tens of milliseconds per
         // hop (docs/PERFORMANCE.md, "Background work at utility priority"). Tasks it starts inherit it.
-        let task = Task(priority: .utility) { await self.runSync() }
+        let task = Task(priority: TaskPriorities.background) { await self.runSync() }
         state.withLock { $0.backgroundTasks.append(task) }
     }
 

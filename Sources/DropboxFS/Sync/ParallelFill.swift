@@ -7,7 +7,8 @@
 //    listing after it is a snapshot at least as new.
 // 2. The root's own entries are listed by themselves (not recursive).
 // 3. Each top-level folder is listed recursively, at most `parallelism` listings in flight, the
-//    others queued, biggest first (a request waiting for a queued branch moves it to the front).
+//    others queued, biggest first (a request waiting for a queued branch moves it to the front
+//    and runs it at the requests' priority, TaskPriorities.swift).
 //    A refill first splits the branches its tree shows as big (FillPlan.swift). A branch still
 //    listing after `splitAfterPages` pages while fewer than two branches per slot are left is
 //    split: its folder is
@@ -58,6 +59,8 @@ public struct FillOptions: Sendable, Equatable {
 struct FillQueue {
     /// Planned listings not started yet, the next one first.
     private(set) var waiting: [RecursiveListing] = []
+    /// Those of `waiting` a request waits for: they run at the requests' priority.
+    private var promoted: Set<ObjectIdentifier> = []
     var running = 0
     /// Recursive listings this fill started or queued.
     var listings = 0
@@ -79,18 +82,27 @@ struct FillQueue {
         if first { waiting.insert(listing, at: 0) } else { waiting.append(listing) }
     }
 
-    mutating func next() -> RecursiveListing? {
-        waiting.isEmpty ? nil : waiting.removeFirst()
+    /// The next listing to start, and whether a request waits for it.
+    mutating func next() -> (listing: RecursiveListing, promoted: Bool)? {
+        guard !waiting.isEmpty else { return nil }
+        let listing = waiting.removeFirst()
+        return (listing, promoted.remove(ObjectIdentifier(listing)) != nil)
     }
 
-    /// A request waits for `listing`: start it before the others.
+    /// A request waits for `listing`: start it before the others, at the requests' priority.
     mutating func promote(_ listing: RecursiveListing) {
-        guard let at = waiting.firstIndex(where: { $0 === listing }), at > 0 else { return }
-        waiting.insert(waiting.remove(at: at), at: 0)
+        guard let at = waiting.firstIndex(where: { $0 === listing }) else { return }
+        promoted.insert(ObjectIdentifier(listing))
+        if at > 0 { waiting.insert(waiting.remove(at: at), at: 0) }
     }
+
+    func isPromoted(_ listing: RecursiveListing) -> Bool { promoted.contains(ObjectIdentifier(listing)) }
 
     mutating func removeAll() -> [RecursiveListing] {
-        defer { waiting = [] }
+        defer {
+            waiting = []
+            promoted = []
+        }
         return waiting
     }
 }
@@ -199,8 +211,16 @@ extension SyncEngine {
     private func runBranches() async -> Bool {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
-                while let listing = takeNextBranch() {
-                    group.addTask { await self.runBranch(listing) }
+                while let next = takeNextBranch() {
+                    group.addTask {
+                        guard next.promoted else { return await self.runBranch(next.listing) }
+                        // A branch a request waits for runs (asks, decodes and applies its pages)
+                        // at the requests' priority, not behind the rest of the fill. In a task of
+                        // its own, cancelled with the group: a child task runs on its group's
+                        // threads whatever priority it is given (measured, SWIFT-FUSE-NOTES.md).
+                        let task = Task(priority: TaskPriorities.requests) { await self.runBranch(next.listing) }
+                        await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+                    }
                 }
                 if await group.next() == nil { break }
             }
@@ -210,8 +230,8 @@ extension SyncEngine {
     }
 
     /// The next queued branch if a listing slot is free; it counts as running from now.
-    private func takeNextBranch() -> RecursiveListing? {
-        state.withLock { s -> RecursiveListing? in
+    private func takeNextBranch() -> (listing: RecursiveListing, promoted: Bool)? {
+        state.withLock { s -> (listing: RecursiveListing, promoted: Bool)? in
             guard var queue = s.fillQueue, queue.running < options.fill.parallelism, let next = queue.next() else {
                 return nil
             }

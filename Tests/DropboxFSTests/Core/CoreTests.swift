@@ -384,6 +384,8 @@ extension CoreTests {
             var released: Set<Call> = []
             var arrived: Set<Call> = []
             var waiting: [Call: CheckedContinuation<Void, Never>] = [:]
+            /// The priorities of the tasks that asked each listing's pages (raw values).
+            var priorities: [Listing: Set<UInt8>] = [:]
         }
 
         let base: InMemoryDropbox
@@ -404,10 +406,16 @@ extension CoreTests {
 
         func hasArrived(_ call: Call) -> Bool { state.withLock { $0.arrived.contains(call) } }
 
+        /// The priorities of the tasks that asked for `listing`'s pages, lowest first.
+        func priorities(_ listing: Listing) -> [TaskPriority] {
+            state.withLock { $0.priorities[listing] ?? [] }.sorted().map { TaskPriority(rawValue: $0) }
+        }
+
         private func pass(_ call: Call) async {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let goNow = state.withLock { s -> Bool in
                     s.arrived.insert(call)
+                    s.priorities[call.listing, default: []].insert(Task.currentPriority.rawValue)
                     guard s.held.contains(call), !s.released.contains(call) else { return true }
                     s.waiting[call] = continuation
                     return false

@@ -284,5 +284,45 @@ extension CoreTests {
             #expect(!names.isEmpty)
             #expect(lazyClient.priorities(.listFolder) == [.userInitiated])
         }
+
+        /// A readdir waiting for a queued branch (for a folder below its top) moves it to the front
+        /// and runs it at the requests' priority; the other branches stay below.
+        @Test func aBranchARequestWaitsForRunsAtTheRequestsPriority() async throws {
+            let fake = InMemoryDropbox()
+            let names = ["A", "B", "C", "D"]
+            for name in names {
+                for i in 0..<6 { fake.addFile("/\(name)/sub\(i % 2)/f\(i).txt", size: UInt64(i)) }
+            }
+            let gated = GatedClient(fake)
+            let branches = try names.map { name in
+                GatedClient.Listing(path: try #require(id(of: fake.entry("/\(name)"))), recursive: true)
+            }
+            for branch in branches { gated.hold(.init(listing: branch, page: 0)) }
+            // Two branches at a time (both held), no splits, and a readdir that waits for its branch.
+            let fs = Filesystem(
+                client: gated,
+                options: options(
+                    pageLimit: 3, prefetch: true, prefetchWait: 60,
+                    fill: FillOptions(parallelism: 2, maxListings: 64, splitAfterPages: 1000)))
+            fs.startSync()
+            defer { fs.stop() }
+            func started() -> [Int] { branches.indices.filter { gated.hasArrived(.init(listing: branches[$0], page: 0)) } }
+            try await waitUntil("the fill started two branches") { started().count == 2 }
+            let first = started()[0]
+            let last = try #require(branches.indices.last { !started().contains($0) })
+            let name = names[last]
+            // A subfolder: the branch's own folder is listed by itself (its lookup of sub0 did so).
+            let readdir = Task(priority: TaskPriorities.requests) {
+                try await CoreTests.names(fs, try await CoreTests.inode(fs, "/\(name)/sub0"))
+            }
+            try await waitUntil("the readdir promoted its queued branch") {
+                fs.sync.state.withLock { s in s.fillQueue.map { q in q.waiting.contains { q.isPromoted($0) } } ?? false }
+            }
+            for branch in branches { gated.release(.init(listing: branch, page: 0)) }
+            #expect(try await readdir.value.sorted() == ["f0.txt", "f2.txt", "f4.txt"])
+            #expect(gated.priorities(branches[last]) == [TaskPriorities.requests])
+            #expect(gated.priorities(branches[first]) == [TaskPriorities.background])
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+        }
     }
 }
