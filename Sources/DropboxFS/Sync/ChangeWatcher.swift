@@ -179,7 +179,7 @@ extension SyncEngine {
 
     /// The backoff, at most `offlineRetry` while Dropbox cannot be reached, so a mount notices
     /// soon that the network is back.
-    private func retryDelay(failures: Int) -> Double {
+    func retryDelay(failures: Int) -> Double {
         let delay = Self.retryDelay(failures: failures)
         return connectivity.isOffline ? min(delay, options.offlineRetry) : delay
     }

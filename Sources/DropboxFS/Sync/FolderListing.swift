@@ -99,11 +99,13 @@ extension SyncEngine {
 
     /// Every entry of `folder`'s own listing (all pages). A folder Dropbox no longer has is taken
     /// out of the tree (`.notFound`).
-    func fetchFolderEntries(_ folder: UInt32, path: String) async throws(FilesystemError) -> [Metadata] {
+    func fetchFolderEntries(_ folder: UInt32, path: String, forFill: Bool = false) async throws(FilesystemError) -> [Metadata] {
         var entries: [Metadata] = []
         do {
             var undecodable = 0
-            _ = try await client.listFolderAll(ListFolderArg(path: path, limit: options.pageLimit)) { page in
+            // The fill's own listings keep trying while offline, as its branches do.
+            let lister = forFill ? syncClient : client
+            _ = try await lister.listFolderAll(ListFolderArg(path: path, limit: options.pageLimit)) { page in
                 entries.append(contentsOf: page.entries)
                 undecodable += page.undecodableEntries
                 return true

@@ -246,7 +246,7 @@ extension SyncEngine {
     private func runBranch(_ listing: RecursiveListing) async {
         let path = tree.state.withLock { t in t.tree.listingPath(of: listing.top) }
         let splitter = BranchSplitter(engine: self, listing: listing)
-        let outcome = await runRecursiveListing(listing, path: path) { pages, hasMore in
+        let outcome = await runRecursiveListing(listing, path: path, forFill: true) { pages, hasMore in
             splitter.shouldStop(pages: pages, hasMore: hasMore)
         }
         splitter.finish()
@@ -260,7 +260,7 @@ extension SyncEngine {
             } else {
                 failed = true
                 let failures = noteFillFailure(error)
-                try? await Task.sleep(for: .seconds(Self.retryDelay(failures: failures) * options.fillRetryScale))
+                try? await Task.sleep(for: .seconds(retryDelay(failures: failures) * options.fillRetryScale))
             }
         }
         state.withLock { s in
@@ -283,7 +283,7 @@ extension SyncEngine {
             return (t.tree.listingPath(of: folder), s.changeReplay.begin())
         }
         defer { state.withLock { s in s.changeReplay.end(ticket) } }
-        let entries = try await fetchFolderEntries(folder, path: path)
+        let entries = try await fetchFolderEntries(folder, path: path, forFill: true)
         var invalidated: [Invalidation] = []
         withBoth { s, t in
             applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
@@ -331,7 +331,7 @@ private final class BranchSplitter {
             let (ticket, path) = engine.withBoth { s, t in (s.changeReplay.begin(), t.tree.listingPath(of: folder)) }
             let task = Task {
                 do throws(FilesystemError) {
-                    probe.finish(.success(try await engine.fetchFolderEntries(folder, path: path)))
+                    probe.finish(.success(try await engine.fetchFolderEntries(folder, path: path, forFill: true)))
                 } catch {
                     probe.finish(.failure(error))
                 }

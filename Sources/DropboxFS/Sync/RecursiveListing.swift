@@ -117,10 +117,11 @@ extension SyncEngine {
     /// Lists `path` recursively to the end, applying pages as they arrive (the next page is
     /// already requested while the current one is decoded and applied), then completes the subtree.
     /// `stopAfter(pages, hasMore)`, asked after each page is applied, can end the listing early
-    /// (the whole-account fill splits a big branch that way, ParallelFill.swift).
+    /// (the whole-account fill splits a big branch that way, ParallelFill.swift). `forFill`: a
+    /// branch of the whole-account fill, which keeps trying while offline as the fill does.
     @discardableResult
     func runRecursiveListing(
-        _ listing: RecursiveListing, path: String, stopAfter: ((Int, Bool) -> Bool)? = nil
+        _ listing: RecursiveListing, path: String, forFill: Bool = false, stopAfter: ((Int, Bool) -> Bool)? = nil
     ) async -> SubtreeOutcome {
         defer {
             state.withLock { s in
@@ -142,9 +143,10 @@ extension SyncEngine {
             var lastReport = listing.startedAt
             var pages = 0
             let arg = ListFolderArg(path: path, recursive: true, limit: options.pageLimit)
-            // The whole-account fill keeps trying while offline (it is what finds Dropbox again
-            // when a refill is due); subtree listings are on behalf of a waiting user.
-            let lister = isWholeAccount ? syncClient : client
+            // The whole-account fill and its branches keep trying while offline (they are what
+            // finds Dropbox again while the fill runs: the watcher starts after it); other
+            // subtree listings are on behalf of a waiting user.
+            let lister = isWholeAccount || forFill ? syncClient : client
             let finalCursor = try await lister.listFolderAll(arg) { page in
                 applyPage(page.entries, as: .listing(epoch: listing.epoch))
                 if page.undecodableEntries > 0 {

@@ -203,6 +203,30 @@ extension CoreTests {
             #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
         }
 
+        /// A branch that cannot connect takes the mount offline. The fill keeps trying through the
+        /// sync engine's client, as the one-chain fill does, and so brings the mount back: it is
+        /// the only thing running (the watcher starts after it). Through the user's client, which
+        /// fails at once while offline, the branch failed again and again and the mount stayed
+        /// offline.
+        @Test func aBranchThatCouldNotConnectIsListedAgainOnceDropboxAnswers() async throws {
+            let fake = InMemoryDropbox()
+            // One branch: no other request of the fill succeeds meanwhile and brings the mount back.
+            for i in 0..<10 { fake.addFile("/A/f\(i)", size: 1) }
+            let faulty = FaultInjectingClient(fake)
+            // Call 1 lists the root by itself; 2 is the branch /A.
+            faulty.failCall(
+                number: 2, of: .listFolder, with: .transport(TransportError(kind: .couldNotConnect, message: "refused")))
+            var options = options(pageLimit: 4, prefetch: true, watchChanges: true, fill: FillOptions(parallelism: 2))
+            options.fillRetryScale = 0.01
+            let fs = Filesystem(client: faulty, options: options)
+            fs.startSync()
+            defer { fs.stop() }
+            #expect(await fs.waitUntilCaughtUp(seconds: 60), "status: \(fs.syncStatus())")
+            #expect(!fs.connectivity.isOffline, "status: \(fs.syncStatus())")
+            #expect(statusField(fs, "fill_failures") == 1)
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+        }
+
         /// A cursor reset shows in the status with the refill it starts: phase=filling, and the
         /// refill's own running time, not the finished time of the fill before it.
         @Test func aResetShowsTheRefillAtOnce() async throws {
