@@ -198,11 +198,14 @@ extension SyncEngine {
         }
     }
 
-    /// The account listed in one chain (parallelism 1, or too many top-level folders).
+    /// The account listed in one chain (parallelism 1, or too many top-level folders). Returns nil
+    /// when that listing failed or stopped, whatever cursor the engine held before (a relist of a
+    /// stored tree starts after its catch-up set one).
     func runSequentialFill(after first: String? = nil) async -> FillResult? {
         let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
-        if let listing { _ = await listing.done.wait(seconds: .infinity) }
-        guard let cursor = state.withLock({ $0.cursor }) else { return nil }
+        guard let listing else { return nil }
+        _ = await listing.done.wait(seconds: .infinity)
+        guard let cursor = listing.completedCursor.withLock({ $0 }) else { return nil }
         return FillResult(cursor: cursor, needsCatchUp: false)
     }
 

@@ -10,6 +10,7 @@
 
 import DropboxAPI
 import Log
+import Synchronization
 
 /// One running recursive listing.
 final class RecursiveListing: Sendable {
@@ -19,6 +20,9 @@ final class RecursiveListing: Sendable {
     /// The change sequence at the start (ChangeReplay).
     let ticket: UInt64
     let done = CompletionSignal()
+    /// The listing's last cursor once every page was applied and the subtree completed; nil while
+    /// it runs and after it stopped or failed. Set before `done` fires.
+    let completedCursor = Mutex<String?>(nil)
 
     init(top: UInt32, epoch: UInt32, startedAt: Double, ticket: UInt64) {
         self.top = top
@@ -179,6 +183,7 @@ extension SyncEngine {
                 }
             }
             invalidations.publish(invalidated)
+            listing.completedCursor.withLock { $0 = finalCursor }
             if isWholeAccount { Log.info("background listing done: \(statusLine())") }
             return .completed
         } catch {

@@ -289,5 +289,39 @@ extension CoreTests {
             #expect(folderMode == 0o700)
             #expect(fileMode == 0o600)
         }
+
+        /// The relist of a stored tree listed long ago, in one chain: when that whole-account
+        /// listing fails, it is started again after a pause like any failed fill. It used to
+        /// count as done (the fill took the cursor the catch-up had left in the engine): never
+        /// tried again, and the status stayed at phase=filling.
+        @Test func aFailedRelistOfAStoredTreeIsStartedAgain() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: 2, nasty: false))
+            mutator.builder.add(entries: 40)
+            _ = try await Self.firstMount(fake, folder: folder, mutator: &mutator)
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            _ = try await ParallelFillTests.settledCalls(fake)
+            let faulty = FaultInjectingClient(fake)
+            // The relist's recursive listing of the account (its first list_folder) fails once.
+            faulty.failCall(number: 1, of: .listFolder, with: .serverError(status: 500))
+            var options = CoreTests.options(pageLimit: 7, prefetch: true, watchChanges: true, longpollTimeout: 30)
+            #expect(options.fill.parallelism == 1, "the one-chain fill")
+            options.store = store
+            options.relistStoredAfter = 0
+            options.fillRetryScale = 0.01
+            let fs = Filesystem(client: faulty, options: options, restoring: stored)
+            defer { fs.stop() }
+            fs.startSync()
+            try await waitUntil("the relist was started again and ended: \(fs.syncStatus())") {
+                faulty.callCount(.listFolder) >= 2 && fs.syncStatus().contains("phase=watching")
+            }
+            #expect(statusField(fs, "fill_failures") == 1)
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+        }
     }
 }
