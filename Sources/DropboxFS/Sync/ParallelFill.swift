@@ -343,7 +343,9 @@ private final class BranchSplitter {
             return false
         case .probing(let ticket, _):
             guard let outcome = probe.outcome else { return false }
-            finish()
+            // The probe's ticket ends after the split applied its entries (replaying the change
+            // batches since the probe was sent), not before.
+            defer { finish() }
             guard case .success(let entries) = outcome else { return false }
             return engine.splitBranch(listing, pagesSoFar: pages, folderEntries: entries, ticket: ticket)
         }
