@@ -63,6 +63,34 @@ private let M = 1 << 20
         #expect(fixture.recorder.ranges.count == downloads)
     }
 
+    /// `head -c 4096` of big files: a closed file gives up its disk entry, which no read would
+    /// finish, with its descriptor and the room it reserved, so a file read whole afterwards is
+    /// still cached.
+    @Test func aClosedPartlyReadFileGivesUpItsDiskEntry() async throws {
+        let folder = try TemporaryFolder()
+        let fake = InMemoryDropbox()
+        for i in 0..<3 { fake.addFile("/head\(i).bin", size: UInt64(20 * M), seed: UInt64(30 + i)) }
+        let whole = fake.addFile("/whole.bin", size: UInt64(20 * M), seed: 40)
+        let options = ReaderOptions(diskCache: DiskCacheOptions(directory: folder.path, capacity: UInt64(64 * M)))
+        let fixture = ReaderFixture(options: options, fake: fake)
+        for i in 0..<3 {
+            let opened = try await fixture.open("/head\(i).bin")
+            _ = try await fixture.fs.read(handle: opened.handle, offset: 0, size: 4 * K)
+            fixture.fs.releaseFile(handle: opened.handle)
+        }
+        fixture.fs.finishDiskCacheWrites()
+        try await Task.sleep(for: .milliseconds(200))
+        fixture.fs.finishDiskCacheWrites()
+        let partials = fixture.fs.reader.state.withLock { s in
+            s.contents.values.filter { if case .partial = $0.disk { return true } else { return false } }.count
+        }
+        #expect(partials == 0, "closed files still hold a disk entry (and its descriptor) open")
+        #expect(fixture.fs.reader.diskCache?.usedBytes == 0, "closed, unfinished entries keep their room reserved")
+        #expect(try await fixture.readAll("/whole.bin") == fake.contents(of: "/whole.bin"))
+        fixture.fs.finishDiskCacheWrites()
+        #expect(try folder.items().contains(try #require(whole.contentHash).hex), "a file read whole was not cached")
+    }
+
     @Test func aSameContentUnderAnotherNameSharesTheEntry() async throws {
         let folder = try TemporaryFolder()
         let fake = InMemoryDropbox()

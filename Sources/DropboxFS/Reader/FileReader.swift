@@ -8,7 +8,8 @@
 // An interrupted read stops waiting at once (`.interrupted`); a download it waited for goes on
 // while another read waits for it, and is cancelled when the last read waiting for it was
 // interrupted (SharedWork.swift). Downloads still running when the last handle on their content
-// is released are cancelled too: no handle waits for them any more.
+// is released are cancelled too: no handle waits for them any more; and its disk entry, unless
+// every byte of it arrived, is given up, since no read would finish it.
 //
 // Locking: `state` (one Mutex) guards ReaderState. It is never held across an await, a download,
 // disk I/O or hashing; disk cache files given up inside it are deleted after it is released.
@@ -83,7 +84,11 @@ final class FileReader: Sendable {
             guard let closed = s.handles.removeValue(forKey: handle) else { return [] }
             let key = closed.file.key
             s.contents[key]?.handles -= 1
-            let unwanted = s.contents[key]?.handles == 0 ? s.dropDownloadsInFlight(key) : []
+            var unwanted: [FetchTask] = []
+            if s.contents[key]?.handles == 0 {
+                unwanted = s.dropDownloadsInFlight(key)
+                s.giveUpUnfinishedDisk(key)
+            }
             s.dropIfIdle(key)
             return unwanted
         }
@@ -517,6 +522,16 @@ extension ReaderState {
         else { return nil }
         contents[key]?.disk = .complete(partial.file, checked: true)
         return partial
+    }
+
+    /// Gives up the disk entry of `key`, closed by its last handle, when some of its bytes never
+    /// arrived (the file was read in part, or its downloads in flight were just dropped): no read
+    /// will fill it, and it would keep its descriptor open and its whole size reserved in the cap.
+    /// An entry whose every unit arrived is kept: its last writes are queued, and it is committed
+    /// once they and the check are done.
+    mutating func giveUpUnfinishedDisk(_ key: ContentKey) {
+        guard let content = contents[key], case .partial = content.disk, !content.arrived.isFull else { return }
+        giveUpDisk(key)
     }
 
     /// Stops writing a content to the disk cache (a write failed or its bytes cannot be committed).
