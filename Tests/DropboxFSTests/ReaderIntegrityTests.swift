@@ -120,6 +120,30 @@ private let M = 1 << 20
         #expect(bytes == fixture.fake.contents(of: "/integrity/tight.bin"))
     }
 
+    /// A read completing a pass whose bytes were evicted before being hashed: the check fetches
+    /// them again one part at a time, so it exceeds the buffer cap by one part at most, not by
+    /// (almost) the whole file fetched at once as demand.
+    @Test func theCheckDoesNotFetchTheWholeFileBeyondTheCap() async throws {
+        let limit = UInt64(M)
+        let options = ReaderOptions(initialWindow: UInt64(M), maxWindow: UInt64(M), partSize: UInt64(M), memoryLimit: limit)
+        let fixture = ReaderFixture(options: options, latency: .milliseconds(20))
+        let size = 12 * M
+        fixture.fake.addFile("/backwards.bin", size: UInt64(size), seed: 71)
+        let source = try #require(fixture.fake.contents(of: "/backwards.bin"))
+        let opened = try await fixture.open("/backwards.bin")
+        // Every unit but the first, last one first (a reader going backwards): none can be hashed yet.
+        for unit in stride(from: size / (256 * K) - 1, through: 1, by: -1) {
+            _ = try await fixture.fs.read(handle: opened.handle, offset: UInt64(unit * 256 * K), size: 4 * K)
+        }
+        _ = try await fixture.fs.read(handle: opened.handle, offset: 0, size: 4 * K)
+        let before = fixture.recorder.ranges.count
+        let tail = try await fixture.fs.read(handle: opened.handle, offset: UInt64(size - 4 * K), size: 4 * K)
+        #expect(tail == Array(source[(size - 4 * K)...]))
+        let after = Array(fixture.recorder.ranges[before...])
+        #expect(fixture.recorder.maxInFlight <= 2, "\(fixture.recorder.maxInFlight) downloads in flight at once: \(after.map { ($0.offset, $0.length) })")
+        fixture.fs.releaseFile(handle: opened.handle)
+    }
+
     @Test func readsOutsideAWholePassAreServedUnchecked() async throws {
         let fixture = ReaderFixture(corruptAt: UInt64(15 * M))
         fixture.fake.addFile("/integrity/tail.bin", size: UInt64(20 * M), seed: 5)

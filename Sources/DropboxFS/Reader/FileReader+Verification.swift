@@ -109,7 +109,7 @@ extension FileReader {
 
     /// Returns once the content of `file` is verified (or has no content_hash); throws EIO when it
     /// failed. Feeds the verifier itself when nobody else does, and downloads again the bytes it
-    /// needs if they were evicted before being hashed. A read of a large file planned under an
+    /// needs if they were evicted before being hashed, one part at a time. A read of a large file planned under an
     /// older `attempt` fails at once: its pass already served bytes of the damaged download (the
     /// next pass reads the new one); a small file's reads served nothing yet, so they wait for it.
     func awaitVerification(_ file: PinnedFile, attempt: Int) async throws(FilesystemError) {
@@ -144,13 +144,20 @@ extension FileReader {
                         Log.warning("\(file.label): the content_hash check could not get the bytes it needs")
                         throw .integrity(.checkIncomplete(file: file.label))
                     }
+                } else {
+                    stalls = 0  // a long check takes many turns: only turns in a row without progress count
                 }
                 lastPosition = position
                 pumpVerification(key)
+                // One part at a time from where the hash stopped, as demand: a demand reservation
+                // goes over the memory cap, so fetching the whole rest at once would exceed the cap
+                // by (almost) the whole file. Each part is hashed as it arrives (download), and the
+                // next turn fetches the next one.
                 let tasks = withState { s -> [FetchTask] in
                     guard let content = s.contents[key], content.verification == .pending, !content.hashing else { return [] }
                     let start = ReadPolicy.alignDown(content.hashedUpTo, options.unitSize)
-                    return startFetches(&s, file: file, range: start..<content.size, demand: true).tasks
+                    let end = min(content.size, start + options.partSize)
+                    return startFetches(&s, file: file, range: start..<end, demand: true).tasks
                 }
                 for task in tasks { _ = try await task.value() }
             }
