@@ -144,6 +144,72 @@ private let M = 1 << 20
         fixture.fs.releaseFile(handle: opened.handle)
     }
 
+    /// Bytes the reader accounts for, and bytes its segments actually hold or fetch.
+    static func memory(_ fs: Filesystem) -> (used: UInt64, held: UInt64) {
+        fs.reader.state.withLock { s in
+            let held = s.contents.values.reduce(UInt64(0)) { sum, content in
+                sum + content.segments.values.reduce(UInt64(0)) { $0 + ($1.range.upperBound - $1.range.lowerBound) }
+            }
+            return (s.memoryUsed, held)
+        }
+    }
+
+    /// The inode of `path` in `fs` (for a filesystem built without ReaderFixture).
+    static func inode(_ fs: Filesystem, _ path: String) async throws -> UInt64 {
+        var inode = Filesystem.rootInode
+        for component in path.split(separator: "/") {
+            inode = try await fs.lookup(parent: inode, name: String(component)).inode
+        }
+        return inode
+    }
+
+    /// A mismatch found while another read's download is in flight: starting over gives back the
+    /// memory reserved for that download too (memoryUsed would otherwise drift up for good), and
+    /// the read waiting for it, whose bytes arrive intact, fetches them again instead of failing.
+    @Test func startOverKeepsTheAccountOfDownloadsInFlight() async throws {
+        let fake = InMemoryDropbox()
+        let faults = FaultInjectingClient(fake)
+        let recorder = RecordingClient(faults, corruptAt: 100, corruptions: 1)
+        let held = HeldRangeClient(recorder)
+        let options = ReaderOptions(
+            initialWindow: 1 * UInt64(M), maxWindow: 2 * UInt64(M), partSize: 1 * UInt64(M), memoryLimit: 3 * UInt64(M))
+        let fs = Filesystem(client: held, options: FilesystemOptions(reader: options))
+        let size = 12 * M
+        fake.addFile("/restart.bin", size: UInt64(size), seed: 77)
+        let source = try #require(fake.contents(of: "/restart.bin"))
+        let inode = try await Self.inode(fs, "/restart.bin")
+        let a = try fs.openFile(inode)
+        let b = try fs.openFile(inode)
+        // A reads the first half: the first units (damaged, hashed) are evicted meanwhile.
+        var offset = 0
+        while offset < 6 * M {
+            _ = try await fs.read(handle: a.handle, offset: UInt64(offset), size: 128 * K)
+            offset += 128 * K
+        }
+        let unit0Gone = fs.reader.state.withLock { s in s.contents.values.first?.owners[0] == nil }
+        try #require(unit0Gone)
+        // B reads the start again: its download of unit 0 is held in flight.
+        held.close(at: 0)
+        let readB = Task { try await fs.read(handle: b.handle, offset: 0, size: 4 * K) }
+        try await CoreTests.waitUntil("B's download to be in flight") { held.heldCount >= 1 }
+        // A reads on to the end: the check finds the damage and the file starts over.
+        while offset < size {
+            do {
+                _ = try await fs.read(handle: a.handle, offset: UInt64(offset), size: 128 * K)
+            } catch { break }
+            offset += 128 * K
+        }
+        let attempt = fs.reader.state.withLock { s in s.contents.values.first?.attempt }
+        try #require(attempt == 1)
+        held.open()
+        let outcome = await readB.result
+        let m = Self.memory(fs)
+        #expect(m.used == m.held, "memoryUsed \(m.used) but segments hold \(m.held)")
+        #expect((try? outcome.get()) == Array(source[0..<4 * K]), "B's read: \(outcome)")
+        fs.releaseFile(handle: a.handle)
+        fs.releaseFile(handle: b.handle)
+    }
+
     @Test func readsOutsideAWholePassAreServedUnchecked() async throws {
         let fixture = ReaderFixture(corruptAt: UInt64(15 * M))
         fixture.fake.addFile("/integrity/tail.bin", size: UInt64(20 * M), seed: 5)

@@ -1,7 +1,7 @@
 // Tests of open, read and release against the in-memory Dropbox: exact bytes for every size and
 // access pattern, pinning to the revision seen at open, parallel ranged prefetch, the memory cap,
 // short and failed downloads, concurrent readers, export-only documents and the page-cache policy.
-// The fixture and the recording client at the end are shared by the other Reader*Tests files.
+// The fixture and the test clients at the end are shared by the other Reader*Tests files.
 
 import DropboxAPI
 @testable import DropboxFS
@@ -389,6 +389,61 @@ final class RecordingClient: DropboxClient, Sendable {
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage {
         try await base.getSpaceUsage()
     }
+}
+
+/// Holds the downloads whose range starts at the offset given to `close(at:)` until `open()`: a
+/// download kept in flight while a test does something else.
+final class HeldRangeClient: DropboxClient, Sendable {
+    private struct Gate {
+        var offset: UInt64?
+        var held: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let base: any DropboxClient
+    private let gate = Mutex(Gate())
+
+    init(_ base: any DropboxClient) { self.base = base }
+
+    func close(at offset: UInt64) { gate.withLock { $0.offset = offset } }
+    func open() {
+        let held = gate.withLock { g -> [CheckedContinuation<Void, Never>] in
+            g.offset = nil
+            defer { g.held = [] }
+            return g.held
+        }
+        for c in held { c.resume() }
+    }
+    var heldCount: Int { gate.withLock { $0.held.count } }
+
+    func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let hold = gate.withLock { g -> Bool in
+                guard let offset = g.offset, range?.offset == offset else { return false }
+                g.held.append(c)
+                return true
+            }
+            if !hold { c.resume() }
+        }
+        return try await base.download(path: path, range: range)
+    }
+
+    func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult { try await base.listFolder(arg) }
+    func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
+        try await base.listFolderContinue(cursor: cursor)
+    }
+    func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
+        try await base.listFolderGetLatestCursor(arg)
+    }
+    func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult {
+        try await base.listFolderLongpoll(cursor: cursor, timeoutSeconds: timeoutSeconds)
+    }
+    func getMetadata(path: String) async throws(DropboxError) -> Metadata { try await base.getMetadata(path: path) }
+    func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
+    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
+        try await base.getThumbnailBatch(entries)
+    }
+    func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
+    func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
 }
 
 /// Every log line of the test process from `start()` on (tests run in parallel, so each looks for

@@ -323,16 +323,23 @@ final class FileReader: Sendable {
             }
             return .failure(error)
         }
-        let (published, writeTo) = withState { s -> (Bool, DiskCache.Partial?) in
+        let (published, writeTo, failed) = withState { s -> (Bool, DiskCache.Partial?, Bool) in
             let tick = s.nextTick()
             let outcome = s.contents[key]?.publish(id, bytes: bytes, tick: tick) ?? (published: false, writeTo: nil)
+            let failed = s.contents[key]?.verification == .failed
             if !outcome.published {
                 s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
                 s.dropIfIdle(key)
             }
-            return outcome
+            return (outcome.published, outcome.writeTo, failed)
         }
-        guard published else { return .failure(.integrity(.contentHashMismatch(file: file.label))) }
+        guard published else {
+            // A content that failed its check answers EIO. Otherwise the segment was dropped while
+            // it was fetched (the content started over after a first mismatch): these bytes are of
+            // no use, but nothing is wrong with them, and the reads waiting for them look again
+            // and fetch what they miss (finish).
+            return failed ? .failure(.integrity(.contentHashMismatch(file: file.label))) : .success(())
+        }
         if let writeTo {
             diskQueue.async { self.write(bytes, range: range, segment: id, of: file, to: writeTo) }
         }

@@ -130,13 +130,14 @@ struct ContentState {
     }
 
     /// After a content_hash mismatch: forgets every byte and the hash state, so the file is
-    /// downloaded again from the start (once; a second mismatch fails the file). Returns the buffer
-    /// bytes released. Fetches still in flight find their segment gone and drop what they bring.
+    /// downloaded again from the start (once; a second mismatch fails the file). Returns the bytes
+    /// released: those of buffers and of fetches still in flight, whose reservations go with their
+    /// segments. Those fetches find their segment gone and drop what they bring; the reads waiting
+    /// for them look again and fetch what they miss (FileReader.download).
     mutating func startOver() -> UInt64 {
         var released: UInt64 = 0
-        for (id, segment) in segments {
-            let size = removeSegment(id)
-            if segment.bytes != nil { released += size }
+        for id in Array(segments.keys) {
+            released += removeSegment(id)
         }
         owners = [:]
         arrived = UnitSet(capacity: arrived.capacity)
@@ -236,8 +237,9 @@ struct ContentState {
         return nil
     }
 
-    /// Records a finished download and returns the disk entry its bytes must be written to; nil
-    /// in `published` when the segment is gone (its content failed its check).
+    /// Records a finished download and returns the disk entry its bytes must be written to; false
+    /// in `published` when the segment is gone (the content started over, or its last handle was
+    /// closed) or the content failed its check.
     mutating func publish(_ id: UInt64, bytes: [UInt8], tick: UInt64) -> (published: Bool, writeTo: DiskCache.Partial?) {
         guard var segment = segments[id], verification != .failed else { return (false, nil) }
         var writeTo: DiskCache.Partial?
