@@ -61,6 +61,31 @@ private let M = 1 << 20
         }
     }
 
+    /// Two files with the same content share downloads, and a download names the revision of the
+    /// handle that started it: when that revision is gone, a read of the other file, whose revision
+    /// Dropbox still has, fetches its bytes again under its own revision instead of failing too.
+    @Test func aCopyIsNotStaleBecauseAnotherFileWithItsContentIs() async throws {
+        let fixture = ReaderFixture()
+        fixture.fake.addFile("/p.bin", size: UInt64(20 * M), seed: 61)
+        fixture.fake.addFile("/q.bin", size: UInt64(20 * M), seed: 61)
+        let source = try #require(fixture.fake.contents(of: "/q.bin"))
+        let p = try await fixture.open("/p.bin")
+        let q = try await fixture.open("/q.bin")
+        fixture.faults.hold(.download)
+        fixture.faults.failNext(.download, with: .lookup(.notFound), count: 100)  // rev:P is gone
+        let readP = Task { try await fixture.fs.read(handle: p.handle, offset: 0, size: 128 * K) }
+        try await CoreTests.waitUntil("P's downloads to reach the server") { fixture.faults.heldCalls(.download) >= 1 }
+        let readQ = Task { try await fixture.fs.read(handle: q.handle, offset: 0, size: 128 * K) }
+        try await CoreTests.waitUntil("both reads to wait") { ReaderInterruptTests.waitingReads(fixture) >= 2 }
+        fixture.faults.clearFaults()
+        fixture.faults.release(.download)
+        await #expect(throws: FilesystemError.stale) { try await readP.value }
+        let bytesQ = await readQ.result
+        #expect((try? bytesQ.get()) == Array(source[0..<128 * K]), "Q's read: \(bytesQ)")
+        fixture.fs.releaseFile(handle: p.handle)
+        fixture.fs.releaseFile(handle: q.handle)
+    }
+
     @Test func sequentialReadsPrefetchGrowingWindowsInParallelParts() async throws {
         let options = ReaderOptions(initialWindow: 1 * UInt64(M), maxWindow: 16 * UInt64(M), partSize: 4 * UInt64(M))
         let fixture = ReaderFixture(options: options, latency: .milliseconds(20))

@@ -153,13 +153,13 @@ extension FileReader {
                 // goes over the memory cap, so fetching the whole rest at once would exceed the cap
                 // by (almost) the whole file. Each part is hashed as it arrives (download), and the
                 // next turn fetches the next one.
-                let tasks = withState { s -> [FetchTask] in
+                let tasks = withState { s -> [PendingFetch] in
                     guard let content = s.contents[key], content.verification == .pending, !content.hashing else { return [] }
                     let start = ReadPolicy.alignDown(content.hashedUpTo, options.unitSize)
                     let end = min(content.size, start + options.partSize)
                     return startFetches(&s, file: file, range: start..<end, demand: true).tasks
                 }
-                for task in tasks { _ = try await task.value() }
+                for task in tasks { try await awaitDownload(task, for: file) }
             }
         }
     }

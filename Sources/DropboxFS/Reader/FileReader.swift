@@ -2,7 +2,9 @@
 // and every download names it ("rev:<rev>"), so one open file never mixes two versions. A read is
 // answered from, in order: a checked disk cache entry, buffers downloaded earlier, the disk entry
 // being written, and new ranged downloads; ReadPolicy decides what else to fetch ahead. Downloads
-// run in their own Tasks and are shared by every handle on the same content (same content_hash).
+// run in their own Tasks and are shared by every handle on the same content (same content_hash),
+// also of other files: such a download names the revision of the handle that started it, and when
+// that revision is gone, reads of the other files fetch the bytes again under their own.
 // Whole-file reads are checked against content_hash (FileReader+Verification.swift).
 //
 // An interrupted read stops waiting at once (`.interrupted`); a download it waited for goes on
@@ -134,7 +136,7 @@ final class FileReader: Sendable {
         var range: Range<UInt64>
         var sequential: Bool
         var verify: Bool
-        var waits: [FetchTask]
+        var waits: [PendingFetch]
         /// The content's attempt when the read was planned (ContentState.attempt).
         var attempt: Int
     }
@@ -144,7 +146,7 @@ final class FileReader: Sendable {
         /// that its bytes are here (a read that began while the last part was still on its way did
         /// not count as completing a pass then).
         case pieces([Piece], verify: Bool)
-        case refetch([FetchTask])
+        case refetch([PendingFetch])
     }
 
     func read(_ handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
@@ -219,7 +221,7 @@ final class FileReader: Sendable {
         var attempt = plan.attempt
         for _ in 0..<5 {
             // A download abandoned by interrupted reads (nil) is missing below and fetched again.
-            for task in waits { _ = try await task.value() }
+            for wait in waits { try await awaitDownload(wait, for: plan.file) }
             let collected = try withState { (s: inout ReaderState) throws(FilesystemError) -> Collected in
                 guard let content = s.contents[key] else { throw .badHandle }
                 if content.verification == .failed { throw .integrity(.contentHashMismatch(file: plan.file.label)) }
@@ -284,7 +286,7 @@ final class FileReader: Sendable {
     /// every download covering `range`. A prefetch stops where the memory cap refuses a part.
     func startFetches(
         _ s: inout ReaderState, file: PinnedFile, range: Range<UInt64>, demand: Bool
-    ) -> (tasks: [FetchTask], stoppedAt: UInt64?) {
+    ) -> (tasks: [PendingFetch], stoppedAt: UInt64?) {
         let key = file.key
         s.dropAbandonedDownloads(key, in: range)
         guard let coverage = s.contents[key]?.coverage(of: range) else { return ([], nil) }
@@ -300,14 +302,25 @@ final class FileReader: Sendable {
                 s.nextSegment += 1
                 let task = FetchTask { _ in await self.download(file, segment: id, range: part) }
                 let tick = s.nextTick()
-                s.contents[key]?.segments[id] = Segment(range: part, fetch: task, lastUsed: tick)
+                s.contents[key]?.segments[id] = Segment(range: part, rev: file.rev, fetch: task, lastUsed: tick)
                 for index in Int(part.lowerBound / unit)..<Int((part.upperBound + unit - 1) / unit) {
                     s.contents[key]?.owners[index] = id
                 }
-                tasks.append(task)
+                tasks.append(PendingFetch(task: task, rev: file.rev))
             }
         }
         return (tasks, nil)
+    }
+
+    /// Waits for a download a read of `file` needs. One named another file with the same content,
+    /// whose revision is gone (ESTALE), says nothing of `file`'s revision: it ends without bytes,
+    /// and the read finds them missing and fetches them again under its own revision.
+    func awaitDownload(_ wait: PendingFetch, for file: PinnedFile) async throws(FilesystemError) {
+        do throws(FilesystemError) {
+            _ = try await wait.task.value()
+        } catch {
+            guard error == .stale, wait.rev != file.rev else { throw error }
+        }
     }
 
     /// One part's download: fetch, publish, feed the verifier, queue the write to the disk entry.

@@ -26,9 +26,18 @@ struct PinnedFile: Sendable, Equatable {
 /// One part's download, shared by every read that needs its bytes.
 typealias FetchTask = SharedWork<Void>
 
+/// A download a read waits for, and the revision it names: files with the same content share
+/// downloads, so it may be another file's (FileReader.awaitDownload).
+struct PendingFetch: Sendable {
+    let task: FetchTask
+    let rev: String
+}
+
 /// Downloaded (or downloading) bytes of whole units of a content.
 struct Segment {
     let range: Range<UInt64>
+    /// The revision its download names (that of the handle whose read started it).
+    let rev: String
     /// Nil while the download runs.
     var bytes: [UInt8]?
     var fetch: FetchTask?
@@ -172,8 +181,8 @@ struct ContentState {
     }
 
     /// Tasks of the segments fetching units of `range`, and the unit runs in it that nobody holds.
-    func coverage(of range: Range<UInt64>) -> (pending: [FetchTask], missing: [Range<UInt64>]) {
-        var pending: [FetchTask] = []
+    func coverage(of range: Range<UInt64>) -> (pending: [PendingFetch], missing: [Range<UInt64>]) {
+        var pending: [PendingFetch] = []
         var seen: Set<UInt64> = []
         var missing: [Range<UInt64>] = []
         var runStart: Int?
@@ -188,8 +197,8 @@ struct ContentState {
                 missing.append(unitRange(start..<unit))
                 runStart = nil
             }
-            if let owner, seen.insert(owner).inserted, let task = segments[owner]?.fetch {
-                pending.append(task)
+            if let owner, seen.insert(owner).inserted, let segment = segments[owner], let task = segment.fetch {
+                pending.append(PendingFetch(task: task, rev: segment.rev))
             }
         }
         if let start = runStart { missing.append(unitRange(start..<span.upperBound)) }
