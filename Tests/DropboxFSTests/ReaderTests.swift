@@ -253,6 +253,33 @@ private let M = 1 << 20
         #expect(reader.open(other).pageCache == .keep)
     }
 
+    /// The content_hash check is per content, but the page cache is per inode: pages an inode got
+    /// from an unchecked random read (here: damaged bytes) are not kept at its next open because a
+    /// copy of the same content under another name (another inode) was verified meanwhile.
+    @Test func unverifiedPagesOfOneInodeAreNotKeptWhenACopyWasVerified() async throws {
+        let options = ReaderOptions(
+            initialWindow: 1 * UInt64(M), maxWindow: 1 * UInt64(M), partSize: 1 * UInt64(M), memoryLimit: 1 * UInt64(M))
+        let fixture = ReaderFixture(options: options, corruptAt: UInt64(10 * M + 5), corruptions: 1)
+        fixture.fake.addFile("/x.bin", size: UInt64(12 * M), seed: 91)
+        fixture.fake.addFile("/y.bin", size: UInt64(12 * M), seed: 91)  // same bytes, same content_hash
+        fixture.fake.addFile("/z.bin", size: UInt64(12 * M), seed: 92)
+        let source = try #require(fixture.fake.contents(of: "/x.bin"))
+        let x = try await fixture.inode("/x.bin")
+        let first = try fixture.fs.openFile(x)
+        #expect(first.pageCache == .drop)
+        // A random read of X: unchecked, and damaged on the way; the kernel caches this page of X.
+        let random = try await fixture.fs.read(handle: first.handle, offset: UInt64(10 * M), size: 4 * K)
+        #expect(random != Array(source[10 * M..<10 * M + 4 * K]), "the fault should damage this read")
+        fixture.fs.releaseFile(handle: first.handle)
+        // Other reads evict X's buffer; then the copy Y is read whole and verified.
+        _ = try await fixture.readAll("/z.bin")
+        #expect(try await fixture.readAll("/y.bin") == source)
+        // X opened again: its page cache still holds the damaged, never-checked page.
+        let again = try fixture.fs.openFile(x)
+        #expect(again.pageCache != .keep, "the kernel would serve X's damaged page to the next cat")
+        fixture.fs.releaseFile(handle: again.handle)
+    }
+
     @Test func extendedAttributesExposeDropboxFacts() async throws {
         let fixture = ReaderFixture()
         let file = fixture.fake.addFile("/x/attrs.txt", contents: Array("hello".utf8))

@@ -314,8 +314,8 @@ struct ReaderState {
     var memoryUsed: UInt64 = 0
     /// The use clock for buffers.
     var tick: UInt64 = 0
-    /// Inode -> the revision whose bytes the kernel's page cache may hold.
-    var pageCacheRevs: [UInt64: String] = [:]
+    /// Inode -> what the kernel's page cache of that inode may hold (pageCachePolicy).
+    var pageCacheRevs: [UInt64: PageCacheNote] = [:]
     /// Inodes already reported as not downloadable.
     var warnedNotDownloadable: Set<UInt64> = []
     /// Disk downloads given up under the lock, deleted by FileReader once it is released.
@@ -331,6 +331,10 @@ struct ReaderState {
     /// another revision is open (the page cache is per inode, so two revisions cannot share it).
     /// Bytes of a large file are trusted only once its content_hash check passed: pages cached by
     /// random reads were never checked, and a later whole pass served from them would never be.
+    /// The page cache is per inode but the check per content, so the trust is noted per inode at
+    /// each open: pages are kept only when this inode was last opened (and so filled) while its
+    /// content was already trusted. A copy of the content under another name (another inode)
+    /// verified meanwhile says nothing of the pages this inode got from unchecked reads.
     mutating func pageCachePolicy(for file: PinnedFile, wholeFileLimit: UInt64) -> PageCachePolicy {
         if handles.values.contains(where: { $0.file.inode == file.inode && $0.file.rev != file.rev }) {
             return .bypass
@@ -343,8 +347,9 @@ struct ReaderState {
         } else {
             trusted = false
         }
-        if pageCacheRevs[file.inode] == file.rev && trusted { return .keep }
-        pageCacheRevs[file.inode] = file.rev
+        let note = pageCacheRevs[file.inode]
+        pageCacheRevs[file.inode] = PageCacheNote(rev: file.rev, trusted: trusted)
+        if let note, note.rev == file.rev, note.trusted, trusted { return .keep }
         return .drop
     }
 
@@ -416,6 +421,13 @@ struct ReaderState {
         contents[key] = nil
         if case .partial(let partial, _) = content.disk { abandoned.append(partial) }
     }
+}
+
+/// What the kernel's page cache of an inode may hold: bytes of revision `rev`, all served while
+/// its content was trusted (`trusted`), or maybe some that were never checked.
+struct PageCacheNote: Equatable {
+    var rev: String
+    var trusted: Bool
 }
 
 /// How the kernel's page cache treats an open handle (see ReaderState.pageCachePolicy).
