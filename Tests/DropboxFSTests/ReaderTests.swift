@@ -352,7 +352,7 @@ struct ReaderFixture: Sendable {
 
 /// Records every download (path, range) and the most downloads in flight at once; can flip one
 /// byte of every download covering `corruptAt`, as a broken network or server would.
-final class RecordingClient: DropboxClient, Sendable {
+final class RecordingClient: ForwardingClient, Sendable {
     struct Download: Sendable {
         var path: String
         var offset: UInt64
@@ -366,6 +366,7 @@ final class RecordingClient: DropboxClient, Sendable {
     }
 
     let base: any DropboxClient
+    var forwardee: any DropboxClient { base }
     let corruptAt: UInt64?
     /// How many downloads covering `corruptAt` are damaged (nil: all of them).
     private let corruptionsLeft: Mutex<Int?>
@@ -406,52 +407,18 @@ final class RecordingClient: DropboxClient, Sendable {
         return result
     }
 
-    func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
-        try await base.listFolder(arg)
-    }
-
-    func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
-        try await base.listFolderContinue(cursor: cursor)
-    }
-
-    func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
-        try await base.listFolderGetLatestCursor(arg)
-    }
-
-    func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult {
-        try await base.listFolderLongpoll(cursor: cursor, timeoutSeconds: timeoutSeconds)
-    }
-
-    func getMetadata(path: String) async throws(DropboxError) -> Metadata {
-        try await base.getMetadata(path: path)
-    }
-
-    func export(path: String) async throws(DropboxError) -> ExportResult {
-        try await base.export(path: path)
-    }
-
-    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
-        try await base.getThumbnailBatch(entries)
-    }
-
-    func getCurrentAccount() async throws(DropboxError) -> FullAccount {
-        try await base.getCurrentAccount()
-    }
-
-    func getSpaceUsage() async throws(DropboxError) -> SpaceUsage {
-        try await base.getSpaceUsage()
-    }
 }
 
 /// Holds the downloads whose range starts at the offset given to `close(at:)` until `open()`: a
 /// download kept in flight while a test does something else.
-final class HeldRangeClient: DropboxClient, Sendable {
+final class HeldRangeClient: ForwardingClient, Sendable {
     private struct Gate {
         var offset: UInt64?
         var held: [CheckedContinuation<Void, Never>] = []
     }
 
     let base: any DropboxClient
+    var forwardee: any DropboxClient { base }
     private let gate = Mutex(Gate())
 
     init(_ base: any DropboxClient) { self.base = base }
@@ -479,23 +446,6 @@ final class HeldRangeClient: DropboxClient, Sendable {
         return try await base.download(path: path, range: range)
     }
 
-    func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult { try await base.listFolder(arg) }
-    func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
-        try await base.listFolderContinue(cursor: cursor)
-    }
-    func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
-        try await base.listFolderGetLatestCursor(arg)
-    }
-    func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult {
-        try await base.listFolderLongpoll(cursor: cursor, timeoutSeconds: timeoutSeconds)
-    }
-    func getMetadata(path: String) async throws(DropboxError) -> Metadata { try await base.getMetadata(path: path) }
-    func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
-    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
-        try await base.getThumbnailBatch(entries)
-    }
-    func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
-    func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
 }
 
 /// Every log line of the test process from `start()` on (tests run in parallel, so each looks for

@@ -290,8 +290,9 @@ extension CoreTests {
     /// containing '/', starting with a combining mark ...): an entry named `marker` (and any path
     /// component equal to it) is reported under the replacement name. Markers are lowercase ASCII,
     /// so they read the same in path_lower and path_display.
-    final class RenamingClient: DropboxClient, Sendable {
+    final class RenamingClient: ForwardingClient, Sendable {
         let base: InMemoryDropbox
+        var forwardee: any DropboxClient { base }
         let renames: [String: String]
         /// Added to every page's count of entries that could not be decoded.
         let undecodablePerPage: Int
@@ -342,32 +343,15 @@ extension CoreTests {
         func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
             rename(try await base.listFolderContinue(cursor: cursor))
         }
-        func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
-            try await base.listFolderGetLatestCursor(arg)
-        }
-        func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult {
-            try await base.listFolderLongpoll(cursor: cursor, timeoutSeconds: timeoutSeconds)
-        }
         func getMetadata(path: String) async throws(DropboxError) -> Metadata {
             rename(try await base.getMetadata(path: path))
         }
-        func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
-            try await base.download(path: path, range: range)
-        }
-        func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
-        func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
-            -> [Result<[UInt8], ThumbnailFailure>]
-        {
-            try await base.getThumbnailBatch(entries)
-        }
-        func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
-        func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
     }
 
     /// Holds chosen list_folder / continue calls until the test releases them, so a test can force
     /// one interleaving of concurrent listings. A call is named by its listing (the list_folder
     /// path and recursive flag) and its page number (0 = list_folder, 1 = first continue ...).
-    final class GatedClient: DropboxClient, Sendable {
+    final class GatedClient: ForwardingClient, Sendable {
         struct Listing: Hashable, Sendable {
             var path: String
             var recursive: Bool
@@ -389,6 +373,7 @@ extension CoreTests {
         }
 
         let base: InMemoryDropbox
+        var forwardee: any DropboxClient { base }
         /// Guards the gates and the cursor -> listing map.
         private let state = Mutex(State())
 
@@ -443,24 +428,6 @@ extension CoreTests {
             return result
         }
 
-        func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
-            try await base.listFolderGetLatestCursor(arg)
-        }
-        func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult {
-            try await base.listFolderLongpoll(cursor: cursor, timeoutSeconds: timeoutSeconds)
-        }
-        func getMetadata(path: String) async throws(DropboxError) -> Metadata { try await base.getMetadata(path: path) }
-        func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
-            try await base.download(path: path, range: range)
-        }
-        func export(path: String) async throws(DropboxError) -> ExportResult { try await base.export(path: path) }
-        func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
-            -> [Result<[UInt8], ThumbnailFailure>]
-        {
-            try await base.getThumbnailBatch(entries)
-        }
-        func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await base.getCurrentAccount() }
-        func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await base.getSpaceUsage() }
     }
 }
 

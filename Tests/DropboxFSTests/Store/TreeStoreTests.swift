@@ -53,6 +53,21 @@ extension CoreTests {
             return last
         }
 
+        /// A 40-entry account after a first mount into `folder`, its store opened again (close it)
+        /// and the tree that store holds; the first mount's last requests (a listing's next page
+        /// asked before it stopped) have landed.
+        static func storedAccount(_ folder: String) async throws -> (InMemoryDropbox, TreeStore, StoredTree) {
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: 2, nasty: false))
+            mutator.builder.add(entries: 40)
+            _ = try await firstMount(fake, folder: folder, mutator: &mutator)
+            let store = try open(folder)
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0), "the first mount stored its tree")
+            _ = try await ParallelFillTests.settledCalls(fake)
+            return (fake, store, stored)
+        }
+
         @Test(arguments: [AdversarialModes(), .all])
         func aRemountServesTheStoredTreeAtOnceAndCatchesUp(modes: AdversarialModes) async throws {
             let folder = Self.folder()
@@ -125,18 +140,9 @@ extension CoreTests {
         @Test func aStoredTreeListedLongAgoIsListedAgainAfterItsCatchUp() async throws {
             let folder = Self.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let fake = InMemoryDropbox()
-            fake.longpollSecond = .milliseconds(5)
-            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: 2, nasty: false))
-            mutator.builder.add(entries: 40)
-            _ = try await Self.firstMount(fake, folder: folder, mutator: &mutator)
-            let store = try Self.open(folder)
+            let (fake, store, stored) = try await Self.storedAccount(folder)
             defer { store.close() }
-            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
             #expect(stored.filledAt > 0)
-            // The first mount's last requests (a listing's next page asked before it stopped) may
-            // still land: count from when they did.
-            _ = try await ParallelFillTests.settledCalls(fake)
             fake.resetCalls()
             var options = CoreTests.options(pageLimit: 7, prefetch: true, watchChanges: true, longpollTimeout: 30)
             options.store = store
@@ -297,15 +303,8 @@ extension CoreTests {
         @Test func aFailedRelistOfAStoredTreeIsStartedAgain() async throws {
             let folder = Self.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let fake = InMemoryDropbox()
-            fake.longpollSecond = .milliseconds(5)
-            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: 2, nasty: false))
-            mutator.builder.add(entries: 40)
-            _ = try await Self.firstMount(fake, folder: folder, mutator: &mutator)
-            let store = try Self.open(folder)
+            let (fake, store, stored) = try await Self.storedAccount(folder)
             defer { store.close() }
-            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
-            _ = try await ParallelFillTests.settledCalls(fake)
             let faulty = FaultInjectingClient(fake)
             // The relist's recursive listing of the account (its first list_folder) fails once.
             faulty.failCall(number: 1, of: .listFolder, with: .serverError(status: 500))
