@@ -32,7 +32,10 @@ extension FileReader {
         var position = claim.position
         while true {
             let step = withState { s -> HashStep in
-                guard let content = s.contents[key] else { return .stop([]) }
+                // The content may have been dropped (closed, its buffers evicted) while a part
+                // was read from disk, and opened again as a new one with a verifier of its own:
+                // this hasher must not touch that one.
+                guard let content = s.contents[key], content.verifier === claim.verifier else { return .stop([]) }
                 s.contents[key]?.hashedUpTo = position
                 if position == content.size { return .finish }
                 if let source = content.hashSource(at: position, maxLength: options.partSize) { return .feed(source) }
@@ -50,6 +53,7 @@ extension FileReader {
                 case .failure(let error):
                     Log.warning("disk cache: \(error)")
                     let waiters = withState { s -> [CheckedContinuation<Void, Never>] in
+                        guard s.contents[key]?.verifier === claim.verifier else { return [] }
                         s.giveUpDisk(key)
                         return s.releaseHashing(key)
                     }
@@ -72,7 +76,7 @@ extension FileReader {
         let matches = actual == verifier.expected
         let (waiters, commit, label, again) = withState {
             s -> ([CheckedContinuation<Void, Never>], DiskCache.Partial?, String, Bool) in
-            guard let content = s.contents[key] else { return ([], nil, "", false) }
+            guard let content = s.contents[key], content.verifier === verifier else { return ([], nil, "", false) }
             var commit: DiskCache.Partial?
             var again = false
             if matches {
