@@ -7,6 +7,7 @@
 import DropboxAPI
 @testable import DropboxFS
 import DropboxTestSupport
+import Synchronization
 import Testing
 
 private let K = 1 << 10
@@ -56,6 +57,36 @@ private let M = 1 << 20
             s.contents.values.first { $0.label.hasPrefix("/integrity/once-large.bin") }?.verification
         }
         #expect(verification == .verified)
+    }
+
+    /// A mismatch drops the pages the kernel cached of the file at once (an inode invalidation),
+    /// not only at its next open: a handle opened before the damaged pass would otherwise read
+    /// them from the page cache, and its pass reach the check only at its end, under the new
+    /// download, which matches.
+    @Test func aMismatchDropsTheKernelsPagesOfTheFileAtOnce() async throws {
+        let size = 12 * M
+        let large = ReaderFixture(corruptAt: UInt64(5 * M + 3), corruptions: 1)
+        let published = Mutex<[Invalidation]>([])
+        large.fs.setInvalidationHandler { batch in published.withLock { $0 += batch } }
+        large.fake.addFile("/integrity/pages.bin", size: UInt64(size), seed: 14)
+        let inode = try await large.inode("/integrity/pages.bin")
+        let before = try large.fs.openFile(inode)  // opened before the damaged pass, left unread
+        let opened = try large.fs.openFile(inode)
+        #expect(await Self.pass(large, opened.handle, size: size).failedAt != nil)
+        try await CoreTests.waitUntil("the damaged file's pages were dropped") {
+            published.withLock { $0 }.contains(.inode(inode))
+        }
+        // A file that matched drops nothing.
+        let good = ReaderFixture()
+        let goodPublished = Mutex<[Invalidation]>([])
+        good.fs.setInvalidationHandler { batch in goodPublished.withLock { $0 += batch } }
+        good.fake.addFile("/integrity/good.bin", size: UInt64(size), seed: 15)
+        let goodHandle = try await good.open("/integrity/good.bin")
+        #expect(await Self.pass(good, goodHandle.handle, size: size).failedAt == nil)
+        #expect(goodPublished.withLock { $0 }.isEmpty)
+        large.fs.releaseFile(handle: before.handle)
+        large.fs.releaseFile(handle: opened.handle)
+        good.fs.releaseFile(handle: goodHandle.handle)
     }
 
     /// Reads one whole pass in 128 KiB pieces; returns the offset of the failing read (nil: none).

@@ -63,7 +63,7 @@ public final class Filesystem: Sendable {
             tree: tree, client: gate,
             syncClient: ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false),
             connectivity: connectivity, options: options, invalidations: invalidations, restoring: stored)
-        self.reader = FileReader(client: gate, options: options.reader)
+        self.reader = FileReader(client: gate, options: options.reader, invalidations: invalidations)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
     }
 

@@ -74,9 +74,9 @@ extension FileReader {
     private func finishVerification(_ key: ContentKey, verifier: ContentVerifier) {
         let actual = verifier.finish()
         let matches = actual == verifier.expected
-        let (waiters, commit, label, again) = withState {
-            s -> ([CheckedContinuation<Void, Never>], DiskCache.Partial?, String, Bool) in
-            guard let content = s.contents[key], content.verifier === verifier else { return ([], nil, "", false) }
+        let (waiters, commit, label, again, damagedInodes) = withState {
+            s -> ([CheckedContinuation<Void, Never>], DiskCache.Partial?, String, Bool, Set<UInt64>) in
+            guard let content = s.contents[key], content.verifier === verifier else { return ([], nil, "", false, []) }
             var commit: DiskCache.Partial?
             var again = false
             if matches {
@@ -96,8 +96,12 @@ extension FileReader {
                     s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
                 }
             }
-            return (s.releaseHashing(key), commit, content.label, again)
+            return (s.releaseHashing(key), commit, content.label, again, matches ? [] : content.inodes)
         }
+        // Pages the kernel cached from the damaged download are dropped now, not only at the next
+        // open: a handle opened before would read them from the page cache, and a pass of it
+        // would reach the check only at its end, under the new download.
+        if !damagedInodes.isEmpty { invalidations?.publish(damagedInodes.sorted().map { .inode($0) }) }
         if again {
             Log.warning(
                 "\(label): the downloaded bytes do not match Dropbox's content_hash (expected \(verifier.expected), got \(actual)); downloading the whole file once more"

@@ -27,15 +27,18 @@ final class FileReader: Sendable {
     let client: any DropboxClient
     let options: ReaderOptions
     let diskCache: DiskCache?
+    /// Where the pages the kernel cached of a content found damaged are dropped (the FUSE session).
+    let invalidations: InvalidationPublisher?
     let state = Mutex(ReaderState())
     let diskQueue = DispatchQueue(label: "dropboxfs.disk-cache")
     /// Runs between two pieces of a disk entry's check: a yield, which tests replace to hold a
     /// check in progress.
     let diskCheckPause = Mutex<@Sendable () async -> Void>({ await Task.yield() })
 
-    init(client: any DropboxClient, options: ReaderOptions) {
+    init(client: any DropboxClient, options: ReaderOptions, invalidations: InvalidationPublisher? = nil) {
         self.client = client
         self.options = options
+        self.invalidations = invalidations
         diskCache = options.diskCache.flatMap(DiskCache.open)
     }
 
