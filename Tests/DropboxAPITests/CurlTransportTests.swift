@@ -174,6 +174,35 @@ import Testing
         }
     }
 
+    /// A reset during the TLS handshake (curl: "Recv failure: Connection reset by peer",
+    /// CURLE_SSL_CONNECT_ERROR) is a lost connection like any other: it must be retried.
+    @Test func aResetDuringTheTLSHandshakeIsRetried() async throws {
+        let listener = ResettingListener()
+        defer { listener.stop() }
+        let transport = CurlTransport()
+        let request = HTTPRequest(
+            method: .post, url: "https://127.0.0.1:\(listener.port)/2/users/get_space_usage",
+            body: Array("null".utf8), timeouts: HTTPTimeouts(connect: .seconds(5), total: .seconds(10)))
+        do {
+            _ = try await transport.send(request)
+            Issue.record("the reset connection gave a reply")
+        } catch {
+            guard case .transport(let failure) = error else {
+                Issue.record("not a transport error: \(error)")
+                return
+            }
+            #expect(failure.isTransient, "kind \(failure.kind): \(failure.message)")
+        }
+        // Through the client: the pacer should try again (3 attempts with this policy).
+        let client = DropboxHTTPClient(
+            endpoints: DropboxEndpoints(all: "https://127.0.0.1:\(listener.port)"),
+            tokens: StaticTokenProvider(token: "t"), transport: transport,
+            pacer: Pacer(policy: RetryPolicy(baseDelay: .milliseconds(10), maxDelay: .milliseconds(20), maxAttempts: 3)))
+        let before = listener.connections
+        await #expect(throws: DropboxError.self) { try await client.getSpaceUsage() }
+        #expect(listener.connections - before == 3, "attempts: \(listener.connections - before)")
+    }
+
     @Test func manyTransfersAtOnce() async throws {
         let fake = try await FakeDropboxServer.start()
         // Each of the first 8 requests is held for 3 s: 24 s if the transport ran them in turn.
