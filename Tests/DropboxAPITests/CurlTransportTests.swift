@@ -174,6 +174,29 @@ import Testing
         }
     }
 
+    /// A connection closed in the middle of the reply's header block (no blank line ending it, no
+    /// body) is a lost connection, not a reply: libcurl reports it as a complete 200, and the
+    /// client then fails it as a malformed reply without retrying.
+    @Test func aReplyCutInsideItsHeadersIsRetried() async throws {
+        let listener = ResettingListener(reply: Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Le".utf8))
+        defer { listener.stop() }
+        let client = DropboxHTTPClient(
+            endpoints: DropboxEndpoints(all: "http://127.0.0.1:\(listener.port)"),
+            tokens: StaticTokenProvider(token: "t"), transport: CurlTransport(),
+            pacer: Pacer(policy: RetryPolicy(baseDelay: .milliseconds(10), maxDelay: .milliseconds(20), maxAttempts: 3)))
+        do {
+            _ = try await client.getSpaceUsage()
+            Issue.record("a cut reply succeeded")
+        } catch {
+            if case .transport(let failure) = error {
+                #expect(failure.kind == .connectionLost)
+            } else {
+                Issue.record("not a transport error: \(error)")
+            }
+        }
+        #expect(listener.connections == 3, "attempts: \(listener.connections)")
+    }
+
     /// A reset during the TLS handshake (curl: "Recv failure: Connection reset by peer",
     /// CURLE_SSL_CONNECT_ERROR) is a lost connection like any other: it must be retried.
     @Test func aResetDuringTheTLSHandshakeIsRetried() async throws {

@@ -22,6 +22,10 @@ final class CurlEasyTransfer {
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private var responseHeaders: [HTTPHeader] = []
+    /// Whether the blank line ending the current response's header block arrived. A connection
+    /// closed inside the header block still ends with CURLE_OK and the status line's code, so
+    /// without this a cut reply would pass for a complete one with an empty body.
+    private var headerBlockEnded = false
     private var body: [UInt8] = []
     private var bodyTooLarge = false
     private var finished = false
@@ -156,11 +160,16 @@ final class CurlEasyTransfer {
 
     fileprivate func appendHeaderLine(_ bytes: UnsafeRawBufferPointer) {
         lastActivity = .now
+        if !bytes.isEmpty, bytes.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
+            headerBlockEnded = true
+            return
+        }
         guard let line = HeaderLine(bytes) else { return }
         switch line {
         case .statusLine:
             // A new response begins (after an interim 100 reply): forget earlier header lines.
             responseHeaders.removeAll()
+            headerBlockEnded = false
         case .field(let field):
             responseHeaders.append(field)
             if HTTPHeaders.sameName(field.name, "Content-Length"), let length = Int(field.value), length > 0 {
@@ -184,6 +193,12 @@ final class CurlEasyTransfer {
             }
             Log.debug("\(method.rawValue) \(route) failed after \(Self.format(elapsed)): \(message)")
             finish(.failure(.transport(TransportError(kind: kind, message: message))))
+            return
+        }
+        guard headerBlockEnded else {
+            let message = "connection closed inside the reply's header block"
+            Log.debug("\(method.rawValue) \(route) failed after \(Self.format(elapsed)): \(message)")
+            finish(.failure(.transport(TransportError(kind: .connectionLost, message: message))))
             return
         }
         var status = 0
