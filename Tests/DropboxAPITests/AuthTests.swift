@@ -82,6 +82,21 @@ func formFields(_ body: [UInt8]) -> [String: String] {
         #expect(try await tokens.accessToken() == "fresh-1")
     }
 
+    /// A caller whose rejected token was replaced gets the current token only if that one has not
+    /// been rejected too: while the refresh for a rejected "fresh-1" runs, a caller rejected with
+    /// the older "old" must wait for it, not get "fresh-1" back (it would fail at once with 401).
+    @Test func aCallerWithAnOlderRejectedTokenIsNotGivenARejectedOne() async throws {
+        let endpoint = tokenEndpoint(delay: .seconds(1))
+        let tokens = RefreshingTokenProvider(
+            refreshToken: "rt", oauth: oauth(endpoint), initialAccessToken: "old", expiresIn: .seconds(3600))
+        #expect(try await tokens.refreshAfterRejection(of: "old") == "fresh-1")
+        let second = Task { try await tokens.refreshAfterRejection(of: "fresh-1") }
+        while endpoint.requests.count < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        // The refresh of the rejected "fresh-1" is running (for a second).
+        #expect(try await tokens.refreshAfterRejection(of: "old") == "fresh-2")
+        #expect(try await second.value == "fresh-2")
+    }
+
     /// An interrupted request stops waiting for a stalled token endpoint at once; the refresh goes on
     /// for the callers still waiting, and is made once.
     @Test func aCancelledCallerStopsWaitingForTheRefresh() async throws {

@@ -4,7 +4,8 @@
 // or failing token endpoint holds no request until the token really expires (a failed early
 // renewal is tried again after `earlyRetryPause`). Only one refresh runs at a time: every caller
 // that needs a new token waits for that same refresh, and a caller whose rejected token has already
-// been replaced simply gets the newer one. A caller whose task is cancelled (an interrupted request)
+// been replaced simply gets the newer one, unless that one was rejected too or has expired (then it
+// waits for its replacement like everyone else). A caller whose task is cancelled (an interrupted request)
 // stops waiting at once; the refresh goes on for the others (CancellableWait.swift).
 
 import Log
@@ -91,9 +92,14 @@ public final class RefreshingTokenProvider: AccessTokenProvider {
     public func refreshAfterRejection(of token: String) async throws(DropboxError) -> String {
         let now = clock.now
         let next = state.withLock { s -> Next in
-            if let current = s.token, current != token { return .ready(current) }
-            // Nobody should start a request with the rejected token any more.
-            s.expiresAt = now
+            if let current = s.token, current != token {
+                // Replaced already; but the replacement may itself have been rejected (its expiry is
+                // then now) while its own replacement is being fetched.
+                if s.expiresAt.map({ now < $0 }) ?? true { return .ready(current) }
+            } else {
+                // Nobody should start a request with the rejected token any more.
+                s.expiresAt = now
+            }
             return .wait(s.refreshing ?? startRefresh(&s))
         }
         switch next {
