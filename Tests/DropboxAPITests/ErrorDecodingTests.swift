@@ -148,6 +148,57 @@ import Testing
         #expect(DropboxError.fromReply(status: c.status, headers: headers, body: Array(c.body.utf8)) == c.expected)
     }
 
+    /// A 409 whose error union carries an extra field of nested arrays (valid JSON, well under the
+    /// 512-level depth limit, 24 KB) must decode at once. JSONValue's old try?-chain decoding was
+    /// super-linear in the nesting depth (about 1 ms per byte here), so a hostile reply of a few MB
+    /// held the request for hours.
+    @Test func aNestedErrorBodyDecodesQuickly() async throws {
+        let deep = String(repeating: "[", count: 400) + String(repeating: "]", count: 400)
+        let filler = Array(repeating: deep, count: 30).joined(separator: ",")
+        let body =
+            #"{"error_summary":"path/not_found/..","error":{".tag":"path","path":{".tag":"not_found"},"x":["#
+            + filler + "]}}"
+        let transport = ScriptedTransport(replies: [.json(body, status: 409)])
+        let start = ContinuousClock.now
+        await #expect(throws: DropboxError.lookup(.notFound)) {
+            try await makeClient(transport).getMetadata(path: "/a")
+        }
+        let elapsed = ContinuousClock.now - start
+        // It took 25 s; now well under a millisecond, so the bound leaves room for a loaded machine.
+        #expect(elapsed < .seconds(2), "a \(body.utf8.count)-byte error body took \(elapsed) to decode")
+    }
+
+    /// An error body over JSONValue.maxParsedBytes is not read as JSON, and the error says why.
+    @Test func anErrorBodyOverTheJSONLimitIsNotRead() {
+        let json = #"{"error_summary":"path/not_found/..","error":{".tag":"path","path":{".tag":"not_found"}}}"#
+        let small = Array(json.utf8)
+        #expect(DropboxError.fromReply(status: 409, headers: [:], body: small) == .lookup(.notFound))
+        let large = small + [UInt8](repeating: 0x20, count: JSONValue.maxParsedBytes)
+        guard case .malformedResponse(let message) = DropboxError.fromReply(status: 409, headers: [:], body: large)
+        else {
+            Issue.record("a large body was read")
+            return
+        }
+        #expect(message.contains("\(large.count) bytes"), "\(message)")
+    }
+
+    @Test func jsonValuesParse() {
+        let text = #" {"a": [1, -2.5e1, true, false, null, "x\u00e9\n"], "b": {}, "c": []} "#
+        #expect(
+            JSONValue.parse(Array(text.utf8))
+                == .object([
+                    "a": .array([.number(1), .number(-25), .bool(true), .bool(false), .null, .string("xé\n")]),
+                    "b": .object([:]), "c": .array([]),
+                ]))
+        #expect(JSONValue.parse(Array(#""bare""#.utf8)) == .string("bare"))
+        for bad in ["", "{", #"{"a":1,}"#, "[1] 2", "tru", "01", #"{"a" 1}"#, "\"\u{1}\""] {
+            #expect(JSONValue.parse(Array(bad.utf8)) == nil, "\(bad)")
+        }
+        let deepest = String(repeating: "[", count: JSONBytes.maxDepth) + String(repeating: "]", count: JSONBytes.maxDepth)
+        #expect(JSONValue.parse(Array(deepest.utf8)) != nil)
+        #expect(JSONValue.parse(Array(("[" + deepest + "]").utf8)) == nil)
+    }
+
     @Test func longPlainTextIsShortened() {
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 5000)
         guard case .badRequest(let message) = DropboxError.fromReply(status: 400, headers: [:], body: body) else {

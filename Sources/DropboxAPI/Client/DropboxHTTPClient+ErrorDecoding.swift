@@ -11,24 +11,24 @@ extension DropboxError {
             return .badRequest(message: Self.text(body))
         case 401:
             guard let error = Self.envelope(body)?.error, let tag = error.unionTag else {
-                return .malformedResponse("401 without a JSON AuthError")
+                return Self.withoutJSON("401 without a JSON AuthError", body)
             }
             return .authentication(Self.authFailure(tag: tag, error: error))
         case 403:
             guard let tag = Self.envelope(body)?.error?.unionTag else {
-                return .malformedResponse("403 without a JSON AccessError")
+                return Self.withoutJSON("403 without a JSON AccessError", body)
             }
             return .accessDenied(tag: tag)
         case 409:
             guard let envelope = Self.envelope(body), let error = envelope.error, let tag = error.unionTag else {
-                return .malformedResponse("409 without a JSON route error")
+                return Self.withoutJSON("409 without a JSON route error", body)
             }
             return Self.routeError(tag: tag, error: error, summary: envelope.summary)
         case 416:
             return .rangeNotSatisfiable
         case 422:
             guard let tag = Self.envelope(body)?.error?.unionTag else {
-                return .malformedResponse("422 without a JSON PathRootError")
+                return Self.withoutJSON("422 without a JSON PathRootError", body)
             }
             return .pathRoot(tag: tag)
         case 429:
@@ -89,6 +89,13 @@ extension DropboxError {
     private static func envelope(_ body: [UInt8]) -> Envelope? {
         guard let json = JSONValue.parse(body), case .object = json else { return nil }
         return Envelope(summary: json["error_summary"]?.string ?? "", error: json["error"])
+    }
+
+    /// The error for an error reply whose body is not the JSON expected, saying so when the body was
+    /// too large to be read as JSON at all (JSONValue.maxParsedBytes).
+    private static func withoutJSON(_ what: String, _ body: [UInt8]) -> DropboxError {
+        guard body.count > JSONValue.maxParsedBytes else { return .malformedResponse(what) }
+        return .malformedResponse("\(what): a body of \(body.count) bytes, over the \(JSONValue.maxParsedBytes) read as JSON")
     }
 
     /// A plain-text body for a message, shortened so one odd reply cannot flood a log.

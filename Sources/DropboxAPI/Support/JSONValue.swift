@@ -1,9 +1,13 @@
 // A loosely typed JSON value, used only where Dropbox's open unions must be read tag by tag: error
 // envelopes, whose shapes vary by route and grow new tags over time.
+//
+// It is built by the byte-level reader (JSONBytes.swift), which picks each value's kind from its
+// first byte: the work is linear in the size of the body. (Decoding it through Decodable had to try
+// each kind in turn, and the failed tries multiplied with the nesting: a 24 KB 409 body of nested
+// arrays took seconds.) An error body is small; one over `maxParsedBytes` is not read at all and
+// counts as not JSON.
 
-import Foundation
-
-enum JSONValue: Sendable, Equatable, Decodable {
+enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -11,26 +15,56 @@ enum JSONValue: Sendable, Equatable, Decodable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() {
-            self = .null
-        } else if let b = try? c.decode(Bool.self) {
-            self = .bool(b)
-        } else if let n = try? c.decode(Double.self) {
-            self = .number(n)
-        } else if let s = try? c.decode(String.self) {
-            self = .string(s)
-        } else if let a = try? c.decode([JSONValue].self) {
-            self = .array(a)
-        } else {
-            self = .object(try c.decode([String: JSONValue].self))
+    /// The largest body `parse` reads.
+    static let maxParsedBytes = 64 * 1024
+
+    /// Parses `bytes`, or nil when they are not JSON or longer than `maxParsedBytes`.
+    static func parse(_ bytes: [UInt8]) -> JSONValue? {
+        guard bytes.count <= maxParsedBytes else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer -> JSONValue? in
+            var reader = JSONBytes(buffer)
+            do throws(JSONBytes.SyntaxError) {
+                let value = try read(&reader, depth: 0)
+                reader.skipSpace()
+                return reader.atEnd ? value : nil
+            } catch {
+                return nil
+            }
         }
     }
 
-    /// Parses `bytes`, or nil when they are not JSON.
-    static func parse(_ bytes: [UInt8]) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    /// One value of any kind, its kind chosen by its first byte.
+    private static func read(_ r: inout JSONBytes, depth: Int) throws(JSONBytes.SyntaxError) -> JSONValue {
+        r.skipSpace()
+        guard let first = r.peek() else { throw JSONBytes.SyntaxError() }
+        switch first {
+        case JSONBytes.quote:
+            guard let text = r.text(try r.string()) else { throw JSONBytes.SyntaxError() }
+            return .string(text)
+        case JSONBytes.openBrace:
+            guard depth < JSONBytes.maxDepth else { throw JSONBytes.SyntaxError() }
+            var fields: [String: JSONValue] = [:]
+            try r.members { r, key throws(JSONBytes.SyntaxError) in
+                guard let name = r.text(key) else { throw JSONBytes.SyntaxError() }
+                fields[name] = try read(&r, depth: depth + 1)
+            }
+            return .object(fields)
+        case JSONBytes.openBracket:
+            guard depth < JSONBytes.maxDepth else { throw JSONBytes.SyntaxError() }
+            var elements: [JSONValue] = []
+            try r.elements { r throws(JSONBytes.SyntaxError) in elements.append(try read(&r, depth: depth + 1)) }
+            return .array(elements)
+        case UInt8(ascii: "t"), UInt8(ascii: "f"):
+            return .bool(try r.bool())
+        case UInt8(ascii: "n"):
+            guard r.takeNull() else { throw JSONBytes.SyntaxError() }
+            return .null
+        default:
+            let range = try r.number()
+            guard let number = Double(String(decoding: UnsafeBufferPointer(rebasing: r.bytes[range]), as: UTF8.self))
+            else { throw JSONBytes.SyntaxError() }
+            return .number(number)
+        }
     }
 
     subscript(key: String) -> JSONValue? {
