@@ -45,6 +45,27 @@ import Testing
         #expect((entries[3]["size"] as? [String: String]) == [".tag": "w256h256"])
     }
 
+    /// docs/DROPBOX-API.md "Decoding rules": a union member without a value may be a bare string,
+    /// and one entry Dropbox cannot thumbnail fails only its own entry.
+    @Test func aThumbnailFailureWrittenAsABareTagFailsOnlyItsEntry() async throws {
+        let reply = #"{"entries":[{".tag":"success","metadata":{},"thumbnail":"iVBORw=="},"#
+            + #"{".tag":"failure","failure":"unsupported_extension"},"#
+            + #"{".tag":"failure","failure":{".tag":"path","path":"not_found"}},"#
+            + #"{".tag":"failure","failure":{"odd":1}},7]}"#
+        let transport = ScriptedTransport(replies: [.json(reply)])
+        let results = try await makeClient(transport).getThumbnailBatch([
+            ThumbnailArg(path: "/a.png"), ThumbnailArg(path: "/b.txt"), ThumbnailArg(path: "/gone.png"),
+            ThumbnailArg(path: "/c.png"), ThumbnailArg(path: "/d.png"),
+        ])
+        #expect(results.count == 5)
+        #expect(results[0] == .success([0x89, 0x50, 0x4E, 0x47]))
+        #expect(results[1] == .failure(.unsupportedExtension))
+        #expect(results[2] == .failure(.path(.notFound)))
+        // Entries of a shape not understood fail alone.
+        #expect(results[3] == .failure(.other("other")))
+        #expect(results[4] == .failure(.other("undecodable entry")))
+    }
+
     @Test func aReplyOfTheWrongLengthFailsTheCall() async throws {
         let transport = ScriptedTransport(replies: [.json(#"{"entries":[]}"#)])
         await #expect(throws: DropboxError.self) {

@@ -82,26 +82,36 @@ extension ThumbnailArg: Encodable {
 }
 
 struct ThumbnailBatchReply: Decodable {
+    /// One entry, decoded leniently: an entry of a shape not understood fails alone (as an unknown
+    /// tag), never the whole batch.
     struct Entry: Decodable {
+        /// The failure union; it and its `path` member may each be a bare tag.
         struct Failure: Decodable {
-            struct PathTag: Decodable {
-                var tag: String
-                enum CodingKeys: String, CodingKey { case tag = ".tag" }
-            }
             var tag: String
-            var path: PathTag?
-            enum CodingKeys: String, CodingKey {
-                case tag = ".tag"
-                case path
+            var path: UnionTag?
+            enum CodingKeys: String, CodingKey { case path }
+
+            init(from decoder: any Decoder) throws {
+                tag = try UnionTag(from: decoder).tag
+                // A lookup error that cannot be read is `other` (ThumbnailFailure.init).
+                path = try? decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(UnionTag.self, forKey: .path)
             }
         }
         var tag: String
         /// Base64 of the image bytes, on success.
         var thumbnail: String?
         var failure: Failure?
-        enum CodingKeys: String, CodingKey {
-            case tag = ".tag"
-            case thumbnail, failure
+        enum CodingKeys: String, CodingKey { case thumbnail, failure }
+
+        init(from decoder: any Decoder) throws {
+            guard let tag = try? UnionTag(from: decoder).tag else {
+                self.tag = "undecodable entry"
+                return
+            }
+            self.tag = tag
+            let c = try? decoder.container(keyedBy: CodingKeys.self)
+            thumbnail = try? c?.decodeIfPresent(String.self, forKey: .thumbnail)
+            failure = try? c?.decodeIfPresent(Failure.self, forKey: .failure)
         }
     }
     var entries: [Entry]
