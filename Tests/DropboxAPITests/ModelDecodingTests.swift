@@ -196,6 +196,19 @@ private func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
         #expect(team.rootInfo.homePath == "/Franz Ferdinand")
     }
 
+    /// account_type is a union of void members, so it may be a bare string; one not understood
+    /// must not fail the account (and the mount).
+    @Test func anAccountTypeWrittenAsABareTagDecodes() async throws {
+        let reply = #"{"account_id":"dbid:AAA","name":{"display_name":"A"},"email":"a@b.c","account_type":"pro","#
+            + #""root_info":{".tag":"user","root_namespace_id":"1","home_namespace_id":"1"}}"#
+        let transport = ScriptedTransport(replies: [.json(reply)])
+        let account = try await makeClient(transport).getCurrentAccount()
+        #expect(account.accountType == "pro")
+        let odd = reply.replacingOccurrences(of: #""account_type":"pro""#, with: #""account_type":7"#)
+        let other = try await makeClient(ScriptedTransport(replies: [.json(odd)])).getCurrentAccount()
+        #expect(other.accountType == "unknown")
+    }
+
     @Test func spaceUsage() throws {
         let individual = try decode(
             SpaceUsage.self, #"{"used": 314159265, "allocation": {".tag": "individual", "allocated": 10000000000}}"#)

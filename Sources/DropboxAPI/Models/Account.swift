@@ -45,17 +45,18 @@ extension FullAccount: Decodable {
         enum CodingKeys: String, CodingKey { case displayName = "display_name" }
     }
 
-    private struct Tagged: Decodable {
-        var tag: String
-        enum CodingKeys: String, CodingKey { case tag = ".tag" }
-    }
-
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
         accountId = try c.decode(String.self, forKey: .accountId)
         displayName = try c.decode(Name.self, forKey: .name).displayName
         email = try c.decode(String.self, forKey: .email)
-        accountType = try c.decodeIfPresent(Tagged.self, forKey: .accountType)?.tag ?? "basic"
+        // Only shown to the user: `{".tag": "pro"}` or the bare "pro"; absent is "basic", and a
+        // shape not understood is "unknown" rather than a failed mount.
+        do {
+            accountType = try c.decodeIfPresent(UnionTag.self, forKey: .accountType)?.tag ?? "basic"
+        } catch {
+            accountType = "unknown"
+        }
         rootInfo = try c.decode(RootInfo.self, forKey: .rootInfo)
     }
 }
