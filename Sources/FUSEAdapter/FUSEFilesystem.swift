@@ -16,6 +16,9 @@ public final class FUSEFilesystem: Sendable {
     /// Set once in the init callback, before the kernel sends any other request: the kernel opens
     /// folders by itself (opendir answers ENOSYS, no releasedir follows).
     let kernelOpensFolders = Atomic<Bool>(false)
+    /// The max_read mount option (0: none), which the init callback must ask for too. Set by
+    /// FUSESession.run before the session exists.
+    let maxRead = Atomic<UInt32>(0)
     /// Whose folder listings ask the core for thumbnails.
     let fileManagers = FileManagers()
     /// Failed requests per operation (the one failure path logs and counts them).

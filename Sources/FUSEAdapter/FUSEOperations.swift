@@ -126,6 +126,8 @@ enum FUSEOperations {
         // never interrupts its asynchronous read-ahead requests); see docs/ARCHITECTURE.md.
         want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_READ)
         conn.pointee.want = want
+        // libfuse fails the kernel's INIT when this differs from the max_read mount option.
+        conn.pointee.max_read = fs.maxRead.load(ordering: .relaxed)
         let noOpendir = capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 && !fs.core.listingsExpire
         fs.kernelOpensFolders.store(noOpendir, ordering: .relaxed)
         Log.debug(noOpendir ? "the kernel opens folders itself (no opendir)" : "folders are opened through opendir")

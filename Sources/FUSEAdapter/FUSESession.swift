@@ -68,6 +68,9 @@ public final class FUSESession: Sendable {
         let arguments: [String] = ["dropboxfs", "-o", mountOptions.joined(separator: ",")]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         defer { argv.forEach { free($0) } }
+        for option in mountOptions where option.hasPrefix("max_read=") {
+            filesystem.maxRead.store(UInt32(option.dropFirst("max_read=".count)) ?? 0, ordering: .relaxed)
+        }
         let userdata = Unmanaged.passRetained(filesystem)
         defer { userdata.release() }
         var ops = FUSEOperations.table()

@@ -358,3 +358,14 @@ def test_paths_are_checked_before_any_request(binary, fake, tmp_path, what):
     assert fake.stats()["total"] == 0
     assert target.read_text() == "untouched\n"
     assert not is_mounted(mnt)
+
+
+@pytest.mark.parametrize("value", ["131072", "1048576"])
+def test_max_read_mount_option_gives_a_working_mount(fake, mount_factory, value):
+    """-o max_read=N is passed to libfuse, and the init callback asks for the same: libfuse fails
+    the kernel's INIT when they differ, and the mount used to vanish right after it appeared."""
+    m = mount_factory(fake, "-o", f"max_read={value}")
+    assert os.listdir(m.path) == ["hello.txt"]
+    assert (Path(m.path) / "hello.txt").read_bytes() == fake.content("/hello.txt")
+    assert is_mounted(m.path)
+    assert m.process.poll() is None, m.log_text()
