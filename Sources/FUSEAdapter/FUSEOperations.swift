@@ -22,7 +22,14 @@ enum FUSEOperations {
         }
         ops.lookup = { req, parent, name in
             guard let req, let name else { return }
-            Operations.lookup(FUSERequest(req, .lookup, inode: parent), parent: parent, name: String(cString: name))
+            let request = FUSERequest(req, .lookup, inode: parent)
+            // Names are bytes. One that is not UTF-8 is no Dropbox name: decoding it with repair
+            // (U+FFFD for the bad bytes) would find another entry, whose name has U+FFFD there.
+            guard let decoded = String(validatingCString: name) else {
+                request.answer { () throws(FilesystemError) -> Reply in .negativeEntry(timeout: request.timeouts.negative) }
+                return
+            }
+            Operations.lookup(request, parent: parent, name: decoded)
         }
         ops.forget = { req, ino, count in
             guard let req else { return }

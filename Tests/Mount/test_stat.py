@@ -157,3 +157,22 @@ def test_missing_names_and_paths_through_files(fake_factory, mount_factory):
                  "special/notes.txt"):
         r = run("stat", f"{m2.path}/{path}", env=c_locale())
         assert r.returncode == 1 and b"No such file or directory" in r.stderr, path
+
+
+def test_a_name_that_is_not_utf8_is_not_found(fake_factory, mount_factory):
+    """The kernel hands lookups raw bytes. A name that is not UTF-8 cannot be a Dropbox name, so it
+    is ENOENT; decoding it with repair (U+FFFD for the bad bytes) used to find the entry whose name
+    has U+FFFD there, and give that file a second name in the kernel."""
+    import errno
+
+    import pytest
+    fake = fake_factory()
+    fake.add_file("/a\ufffdb.txt", b"replacement character\n")
+    m = mount_factory(fake)
+    base = os.fsencode(m.path)
+    assert b"a\xef\xbf\xbdb.txt" in os.listdir(base)
+    for name in (b"a\xffb.txt", b"a\xc3b.txt", b"a\xed\xa0\x80b.txt"):
+        with pytest.raises(OSError) as e:
+            os.stat(base + b"/" + name)
+        assert e.value.errno == errno.ENOENT, name
+    assert os.stat(base + b"/a\xef\xbf\xbdb.txt").st_size == len(b"replacement character\n")
