@@ -91,7 +91,7 @@ enum MountGuard {
     /// The newest dropboxfs mount at `mountpoint` (with that device number, when given).
     private static func mount(at mountpoint: String, device: String?) -> MountEntry? {
         MountTable.entries().last {
-            $0.mountPoint == mountpoint && $0.fileSystemType == "fuse.dropboxfs" && (device == nil || $0.device == device)
+            $0.isMounted(at: mountpoint) && $0.fileSystemType == "fuse.dropboxfs" && (device == nil || $0.device == device)
         }
     }
 

@@ -85,7 +85,7 @@ enum MountPointChecks {
 
     /// True when `path` is the mount point of a mounted filesystem.
     static func isMounted(_ path: String) -> Bool {
-        MountTable.entries().contains { $0.mountPoint == path }
+        MountTable.entries().contains { $0.isMounted(at: path) }
     }
 
     static func isEmptyDirectory(_ path: String) -> Bool {

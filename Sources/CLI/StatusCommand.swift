@@ -85,7 +85,7 @@ enum StatusCommand {
             defer { free(pointer) }
             return String(cString: pointer)
         }
-        guard let resolved, mountedDropboxfs().contains(resolved) else {
+        guard let resolved, mountedDropboxfs().contains(where: { $0.utf8.elementsEqual(resolved.utf8) }) else {
             throw CommandFailure(.mountPoint, "\(path) is not a dropboxfs mount of yours (see `dropboxfs status`)")
         }
         return resolved

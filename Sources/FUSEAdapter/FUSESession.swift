@@ -91,7 +91,7 @@ public final class FUSESession: Sendable {
 
         guard fuse_session_mount(session, mountpoint) == 0 else { throw .mountFailed(mountpoint) }
         lock.withLock { $0 = SessionPointer(raw: session) }
-        let device = MountTable.entries().last(where: { $0.mountPoint == mountpoint })?.device
+        let device = MountTable.entries().last(where: { $0.isMounted(at: mountpoint) })?.device
         KernelReadahead.raise(device: device, kilobytes: readaheadKilobytes)
         // A lazy unmount ends the loop as SIGTERM does: libfuse's handler, run on this thread,
         // wakes the loop, which waits in poll() or, libfuse's, in sem_wait (fuse_session_exit

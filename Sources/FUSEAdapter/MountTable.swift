@@ -17,6 +17,11 @@ public struct MountEntry: Sendable, Equatable {
     /// The filesystem's own options ("rw,user_id=1000,group_id=1000" for FUSE).
     public var superOptions: String = ""
 
+    /// Whether this is the mount at `path`, compared byte for byte: Linux paths are bytes, and
+    /// Swift's `==` takes two spellings of one text as equal (`café` composed and decomposed are
+    /// two folders).
+    public func isMounted(at path: String) -> Bool { mountPoint.utf8.elementsEqual(path.utf8) }
+
     /// The user who mounted a FUSE filesystem (its `user_id=` option), nil for other filesystems.
     public var fuseUserID: UInt32? {
         for option in superOptions.split(separator: ",") where option.hasPrefix("user_id=") {

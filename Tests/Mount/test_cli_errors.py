@@ -4,6 +4,7 @@
 import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -320,3 +321,19 @@ def test_bad_timeouts_are_usage_errors(binary, fake, empty_dir, spec):
     assert_fails(dropboxfs(binary, "mount", empty_dir, "--foreground", "--timeouts", spec, env=env_for(fake)), 2,
                  "--timeouts")
     assert fake.stats()["total"] == 0
+
+
+def test_mount_point_check_compares_paths_as_bytes(binary, fake, mount_factory, tmp_path):
+    """Linux paths are bytes: a mount on ".../caf\u00e9" (composed) does not make ".../cafe\u0301"
+    (decomposed, another folder) a mount point. Swift's String == compares canonical equivalents as
+    equal, so the check used to refuse the second folder as "already a mount point"."""
+    nfc, nfd = tmp_path / "caf\u00e9", tmp_path / "cafe\u0301"
+    nfc.mkdir()
+    nfd.mkdir()
+    assert os.fsencode(str(nfc)) != os.fsencode(str(nfd))
+    subprocess.run(["mount", "-t", "tmpfs", "none", str(nfc)], check=True)
+    try:
+        m = mount_factory(fake, mountpoint=nfd)
+        assert os.listdir(m.path) == ["hello.txt"]
+    finally:
+        subprocess.run(["umount", str(nfc)], check=False)
