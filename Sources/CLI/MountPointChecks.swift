@@ -42,7 +42,7 @@ enum MountPointChecks {
         if isMounted(absolute) {
             throw CommandFailure(.mountPoint, "\(absolute) is already a mount point (unmount it with `fusermount3 -u \(absolute)`)")
         }
-        if !allowNonEmpty && !isEmptyDirectory(absolute) {
+        if !allowNonEmpty, try !isEmptyDirectory(absolute) {
             throw CommandFailure(.mountPoint, "mount point \(absolute) is not empty (use --allow-non-empty to mount over it)")
         }
         return absolute
@@ -88,8 +88,12 @@ enum MountPointChecks {
         MountTable.entries().contains { $0.isMounted(at: path) }
     }
 
-    static func isEmptyDirectory(_ path: String) -> Bool {
-        guard let dir = opendir(path) else { return false }
+    /// Whether the folder holds nothing; a folder that cannot be listed is that problem, not "not
+    /// empty" (whose advice, --allow-non-empty, would not help).
+    static func isEmptyDirectory(_ path: String) throws(CommandFailure) -> Bool {
+        guard let dir = opendir(path) else {
+            throw CommandFailure(.mountPoint, "cannot read mount point \(path): \(describe(errno))")
+        }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
             let name = directoryEntryName(entry)

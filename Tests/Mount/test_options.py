@@ -360,6 +360,19 @@ def test_paths_are_checked_before_any_request(binary, fake, tmp_path, what):
     assert not is_mounted(mnt)
 
 
+def test_unreadable_mount_point_is_not_reported_as_not_empty(as_nobody, fake):
+    """A mount point the user may enter but not list (root's folder, mode 0311) is a permission
+    problem, said as such: it used to be reported as "not empty", whose advice (--allow-non-empty)
+    does not help."""
+    os.chmod(as_nobody.mountpoint, 0o311)
+    r = as_nobody("", "mount", as_nobody.mountpoint, "--foreground")
+    err = r.stderr.decode()
+    assert r.returncode == 3, (r.returncode, err)
+    message = err.strip().splitlines()[-1]
+    assert "not empty" not in message and "cannot read mount point" in message, message
+    assert "Permission denied" in message, message
+
+
 @pytest.mark.parametrize("value", ["131072", "1048576"])
 def test_max_read_mount_option_gives_a_working_mount(fake, mount_factory, value):
     """-o max_read=N is passed to libfuse, and the init callback asks for the same: libfuse fails
