@@ -44,7 +44,10 @@ enum Credentials {
     static func accessToken(file: String?) throws(CommandFailure) -> String? {
         if let file {
             guard let handle = fopen(file, "r") else {
-                throw CommandFailure(.credentials, "cannot read access token file \(file): \(String(cString: strerror(errno)))")
+                let reason = String(cString: strerror(errno))
+                // A token given where its file's name belongs must not end in a log or a journal.
+                let named = file.count >= 40 && !file.contains("/") ? "(its name is not shown: it looks like a token)" : file
+                throw CommandFailure(.credentials, "cannot read access token file \(named): \(reason)")
             }
             defer { fclose(handle) }
             var bytes: [UInt8] = []

@@ -64,8 +64,9 @@ enum MountOptionList {
                 }
                 let name = aliases[key] ?? key.replacingOccurrences(of: "_", with: "-")
                 guard let option = command.options.first(where: { $0.name == name && $0.mountOption }) else {
+                    // Only the name: the value of a mistyped item may be a secret (access_token=...).
                     throw UsageError(
-                        description: "unknown mount option \(Log.quoted(item)) in -o (it takes the long options of "
+                        description: "unknown mount option \(Log.quoted(key))\(value == nil ? "" : " (value not shown)") in -o (it takes the long options of "
                             + "`dropboxfs mount --help` as NAME or NAME=VALUE, e.g. cache_size=4G,allow_other)")
                 }
                 if option.isSwitch {

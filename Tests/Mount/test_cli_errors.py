@@ -337,3 +337,17 @@ def test_mount_point_check_compares_paths_as_bytes(binary, fake, mount_factory, 
         assert os.listdir(m.path) == ["hello.txt"]
     finally:
         subprocess.run(["umount", str(nfc)], check=False)
+
+
+def test_a_token_given_by_mistake_is_not_echoed(binary, fake, empty_dir):
+    """No token in an error: a token pasted where the token file's name belongs, or a mistyped
+    -o item carrying one, is not repeated in the one-line message (it would reach the journal
+    from an fstab line or a unit)."""
+    token = "sl.u.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEfGhIjKl"
+    result = dropboxfs(binary, "mount", empty_dir, "--foreground", "--access-token-file", token, env=env_for(fake))
+    assert_fails(result, 4, "access token file", "looks like a token")
+    result2 = dropboxfs(binary, "mount", empty_dir, "--foreground", "-o", "access_token=" + token, env=env_for(fake))
+    assert_fails(result2, 2, "unknown mount option", "access_token")
+    for rc, out, err in (result, result2):
+        assert token not in out + err
+    assert fake.stats()["total"] == 0
