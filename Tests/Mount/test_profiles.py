@@ -9,7 +9,6 @@ import stat
 
 import pytest
 
-import subprocess
 
 from helpers import is_mounted, pids_of_daemon, process_gone, run, unmount, wait_until
 from test_auth import Home, sign_in
