@@ -55,7 +55,7 @@ final class OperationFailures: Sendable {
     /// of Dropbox, the network or a handle at warning.
     static func level(of error: FilesystemError) -> LogLevel {
         switch error {
-        case .notFound, .notADirectory, .isADirectory, .readOnly, .stale, .notSupported, .noAttribute, .bufferTooSmall,
+        case .notFound, .nameTooLong, .notADirectory, .isADirectory, .readOnly, .stale, .notSupported, .noAttribute, .bufferTooSmall,
             .notDownloadable, .interrupted, .offline, .unmounting:
             return .debug
         case .badHandle, .accessDenied, .remote, .integrity, .local:
@@ -78,7 +78,7 @@ final class OperationFailures: Sendable {
 
     private static let errnoNames: [Int32: String] = [
         ENOENT: "ENOENT", ENOTDIR: "ENOTDIR", EISDIR: "EISDIR", EROFS: "EROFS", ESTALE: "ESTALE", EBADF: "EBADF",
-        EOPNOTSUPP: "EOPNOTSUPP", ENODATA: "ENODATA", ERANGE: "ERANGE", EACCES: "EACCES", EIO: "EIO",
+        ENAMETOOLONG: "ENAMETOOLONG", EOPNOTSUPP: "EOPNOTSUPP", ENODATA: "ENODATA", ERANGE: "ERANGE", EACCES: "EACCES", EIO: "EIO",
         EINTR: "EINTR", ENETUNREACH: "ENETUNREACH", ENOTCONN: "ENOTCONN",
     ]
 }

@@ -176,3 +176,18 @@ def test_a_name_that_is_not_utf8_is_not_found(fake_factory, mount_factory):
             os.stat(base + b"/" + name)
         assert e.value.errno == errno.ENOENT, name
     assert os.stat(base + b"/a\xef\xbf\xbdb.txt").st_size == len(b"replacement character\n")
+
+
+def test_a_name_longer_than_255_bytes_is_too_long(fake_factory, mount_factory):
+    """A looked-up name over 255 bytes is ENAMETOOLONG, as ext4 and tmpfs answer (the kernel passes
+    FUSE names of up to 1024 bytes); it used to be ENOENT, after listing the folder."""
+    import errno
+
+    import pytest
+    m = mount_factory(fake_factory())
+    with pytest.raises(OSError) as e:
+        os.stat(os.path.join(m.path, "x" * 300))
+    assert e.value.errno == errno.ENAMETOOLONG
+    with pytest.raises(OSError) as e:
+        os.stat(os.path.join(m.path, "x" * 255))
+    assert e.value.errno == errno.ENOENT

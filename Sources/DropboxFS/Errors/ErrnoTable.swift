@@ -15,6 +15,7 @@ extension FilesystemError {
     public var errno: Int32 {
         switch self {
         case .notFound: return ENOENT
+        case .nameTooLong: return ENAMETOOLONG
         case .notADirectory: return ENOTDIR
         case .isADirectory: return EISDIR
         case .readOnly: return EROFS

@@ -12,6 +12,8 @@ import DropboxAPI
 public enum FilesystemError: Error, Sendable, Equatable {
     /// No such entry (ENOENT).
     case notFound
+    /// A looked-up name longer than any Linux name, 255 bytes (ENAMETOOLONG).
+    case nameTooLong
     /// A path component is a file (ENOTDIR).
     case notADirectory
     /// A directory where a file was needed (EISDIR).
@@ -93,6 +95,7 @@ extension FilesystemError: CustomStringConvertible {
     public var description: String {
         switch self {
         case .notFound: return "no such entry"
+        case .nameTooLong: return "name longer than 255 bytes"
         case .notADirectory: return "not a folder"
         case .isADirectory: return "a folder"
         case .readOnly: return "read-only"

@@ -43,6 +43,9 @@ extension Filesystem {
         try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> CachedLookup in
             guard let folder = s.tree.node(parent) else { throw .stale }
             guard folder.kind == .folder else { throw .notADirectory }
+            // No entry can have a longer name (those are hidden, SEMANTICS.md): ENAMETOOLONG, as
+            // ext4 answers, without listing the folder. The kernel passes FUSE names of up to 1024.
+            guard name.utf8.count <= NodeName.maxBytes else { throw .nameTooLong }
             let settled = listed || tree.isFresh(parent, in: s)
             switch s.tree.lookup(parent: parent, name: name, fold: fold) {
             case .found(let child):

@@ -49,6 +49,21 @@ extension CoreTests {
             #expect(try await names(fs, nfd).map { Array($0.utf8) } == [Array("cafe\u{301}.txt".utf8)])
         }
 
+        /// A name longer than 255 bytes can be no entry's (longer ones are hidden): ENAMETOOLONG, as
+        /// ext4 answers, without listing the folder. 255 bytes is still looked up.
+        @Test func aNameLongerThan255BytesIsTooLongWithoutARequest() async throws {
+            let fake = Self.sampleFake()
+            let fs = Filesystem(client: fake, options: options())
+            await #expect(throws: FilesystemError.nameTooLong) {
+                try await fs.lookup(parent: 1, name: String(repeating: "é", count: 128))
+            }
+            #expect(fake.callCount(.listFolder) == 0)
+            await #expect(throws: FilesystemError.notFound) {
+                try await fs.lookup(parent: 1, name: String(repeating: "a", count: 255))
+            }
+            #expect(fake.callCount(.listFolder) == 1)
+        }
+
         @Test func anotherCaseInAnUnlistedFolderListsItOnceThenAnswersENOENT() async throws {
             let fake = Self.sampleFake()
             let fs = Filesystem(client: fake, options: options())

@@ -123,6 +123,7 @@ extension CoreTests {
     @Suite struct ErrnoTableTests {
         @Test(arguments: [
             (FilesystemError.notFound, ENOENT),
+            (.nameTooLong, ENAMETOOLONG),
             (.notADirectory, ENOTDIR),
             (.isADirectory, EISDIR),
             (.readOnly, EROFS),
