@@ -43,7 +43,8 @@ enum MountOptionList {
                 let key = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? item
                 let value = item.contains("=") ? String(item[item.index(after: item.firstIndex(of: "=")!)...]) : nil
                 if item == "rw" {
-                    throw UsageError(description: "dropboxfs is read-only: -o rw is not supported (use ro, or leave it out)")
+                    throw UsageError(
+                        description: "dropboxfs is read-only: -o rw is not supported (use ro; mount(8) adds rw to an fstab line that does not say ro)")
                 }
                 if ignored.contains(item) || ignoredPrefixes.contains(where: { item.hasPrefix($0) }) {
                     result.ignored.append(item)
