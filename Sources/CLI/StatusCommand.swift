@@ -85,7 +85,7 @@ enum StatusCommand {
             defer { free(pointer) }
             return String(cString: pointer)
         }
-        guard let resolved, mountedDropboxfs().contains(where: { $0.utf8.elementsEqual(resolved.utf8) }) else {
+        guard let resolved, dropboxfsMounts().contains(where: { $0.isMounted(at: resolved) }) else {
             throw CommandFailure(.mountPoint, "\(path) is not a dropboxfs mount of yours (see `dropboxfs status`)")
         }
         return resolved
@@ -115,10 +115,12 @@ enum StatusCommand {
     }
 
     /// This user's mount points of type fuse.dropboxfs (other users' mounts are theirs to ask).
-    static func mountedDropboxfs() -> [String] {
+    static func mountedDropboxfs() -> [String] { dropboxfsMounts().map(\.mountPoint) }
+
+    /// This user's dropboxfs mounts, as the mount table has them.
+    static func dropboxfsMounts() -> [MountEntry] {
         let me = getuid()
         return MountTable.entries().filter { $0.fileSystemType == "fuse.dropboxfs" && $0.fuseUserID == me }
-            .map(\.mountPoint)
     }
 
     /// How long `status` waits for a mount to answer: a stuck daemon must not hang the command.
