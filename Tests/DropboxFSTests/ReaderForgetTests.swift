@@ -11,7 +11,7 @@ import Testing
 
 @Suite struct ReaderForgetTests {
     static func keptInodes(_ fixture: ReaderFixture) -> (pageCache: Int, warned: Int) {
-        fixture.fs.reader.state.withLock { ($0.pageCacheRevs.count, $0.warnedNotDownloadable.count) }
+        fixture.fs.reader.state.withLock { ($0.pageCacheNotes.count, $0.warnedNotDownloadable.count) }
     }
 
     @Test func whatIsKeptPerInodeGoesWhenTheKernelForgetsIt() async throws {

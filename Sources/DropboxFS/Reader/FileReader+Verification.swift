@@ -86,11 +86,11 @@ extension FileReader {
                 s.giveUpDisk(key)
                 s.memoryUsed -= s.contents[key]?.startOver() ?? 0
                 // The kernel's page cache may hold damaged bytes: the next open must drop it.
-                for inode in content.inodes { s.pageCacheRevs[inode] = nil }
+                for inode in content.inodes { s.pageCacheNotes[inode] = nil }
                 again = true
             } else {
                 s.contents[key]?.verification = .failed
-                for inode in content.inodes { s.pageCacheRevs[inode] = nil }
+                for inode in content.inodes { s.pageCacheNotes[inode] = nil }
                 s.giveUpDisk(key)
                 for (id, segment) in content.segments where segment.bytes != nil {
                     s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0

@@ -105,7 +105,7 @@ final class FileReader: Sendable {
     /// revision ever opened, each being a new inode).
     func forgetInode(_ inode: UInt64) {
         state.withLock { s in
-            s.pageCacheRevs[inode] = nil
+            s.pageCacheNotes[inode] = nil
             s.warnedNotDownloadable.remove(inode)
         }
     }
@@ -113,7 +113,7 @@ final class FileReader: Sendable {
     /// How much the reader keeps: open handles, contents it remembers, and notes per inode (page
     /// cache revisions, warnings), for the status line.
     func keptCounts() -> (handles: Int, contents: Int, inodeNotes: Int) {
-        state.withLock { ($0.handles.count, $0.contents.count, $0.pageCacheRevs.count + $0.warnedNotDownloadable.count) }
+        state.withLock { ($0.handles.count, $0.contents.count, $0.pageCacheNotes.count + $0.warnedNotDownloadable.count) }
     }
 
     /// Logs once per inode (while the kernel holds it) that an export-only document cannot be read.

@@ -315,7 +315,7 @@ struct ReaderState {
     /// The use clock for buffers.
     var tick: UInt64 = 0
     /// Inode -> what the kernel's page cache of that inode may hold (pageCachePolicy).
-    var pageCacheRevs: [UInt64: PageCacheNote] = [:]
+    var pageCacheNotes: [UInt64: PageCacheNote] = [:]
     /// Inodes already reported as not downloadable.
     var warnedNotDownloadable: Set<UInt64> = []
     /// Disk downloads given up under the lock, deleted by FileReader once it is released.
@@ -347,8 +347,8 @@ struct ReaderState {
         } else {
             trusted = false
         }
-        let note = pageCacheRevs[file.inode]
-        pageCacheRevs[file.inode] = PageCacheNote(rev: file.rev, trusted: trusted)
+        let note = pageCacheNotes[file.inode]
+        pageCacheNotes[file.inode] = PageCacheNote(rev: file.rev, trusted: trusted)
         if let note, note.rev == file.rev, note.trusted, trusted { return .keep }
         return .drop
     }
