@@ -139,6 +139,64 @@ private let M = 1 << 20
         #expect(!fixture.recorder.ranges.isEmpty)
     }
 
+    /// An entry that cannot be opened for a reason that says nothing of it (too many open files,
+    /// no memory, no permission) is kept: that open reads from Dropbox and writes no new entry over
+    /// it, and the next mount that can open it reads it without a download. It used to be deleted,
+    /// which threw good content away whenever the process ran short of descriptors.
+    @Test(arguments: [EMFILE, ENFILE, ENOMEM, EACCES])
+    func anEntryThatCannotBeOpenedForNowIsKept(code: Int32) async throws {
+        let folder = try TemporaryFolder()
+        let fake = InMemoryDropbox()
+        let file = fake.addFile("/kept.bin", size: UInt64(3 * M), seed: 11)
+        let options = ReaderOptions(diskCache: DiskCacheOptions(directory: folder.path, capacity: UInt64(64 * M)))
+        let first = ReaderFixture(options: options, fake: fake)
+        _ = try await first.readAll("/kept.bin")
+        first.fs.finishDiskCacheWrites()
+        let entry = folder.path + "/" + (try #require(file.contentHash).hex)
+        // Held open, so a file written in its place cannot get its inode number.
+        let written = open(entry, O_RDONLY)
+        try #require(written >= 0)
+        defer { close(written) }
+
+        let busy = ReaderFixture(options: options, fake: fake)
+        let cache = try #require(busy.fs.reader.diskCache)
+        cache.openEntry.withLock { $0 = { path in .failure(CacheIOError(operation: "open \(path)", code: code)) } }
+        let opened = try await busy.open("/kept.bin")
+        #expect(try isSameFile(entry, as: written), "the entry was deleted at open")
+        busy.fs.releaseFile(handle: opened.handle)
+        #expect(try await busy.readAll("/kept.bin") == fake.contents(of: "/kept.bin"))
+        #expect(!busy.recorder.ranges.isEmpty, "read from Dropbox while the entry cannot be opened")
+        busy.fs.finishDiskCacheWrites()
+        #expect(try isSameFile(entry, as: written), "the entry was written again")
+
+        let later = ReaderFixture(options: options, fake: fake)
+        #expect(try await later.readAll("/kept.bin") == fake.contents(of: "/kept.bin"))
+        #expect(later.recorder.ranges.isEmpty)
+    }
+
+    /// What does show an entry is bad drops it: a file gone from the folder, or one of another
+    /// size, is forgotten (its room given back) and deleted.
+    @Test func anEntryGoneOrOfAnotherSizeIsForgotten() throws {
+        let folder = try TemporaryFolder()
+        let short = String(repeating: "a", count: 64)
+        let gone = String(repeating: "b", count: 64)
+        try folder.write(short, [1, 2, 3])
+        try folder.write(gone, [1, 2, 3])
+        let cache = try #require(DiskCache.open(DiskCacheOptions(directory: folder.path, capacity: UInt64(M))))
+        #expect(cache.usedBytes == 6)
+        unlink(folder.path + "/" + gone)
+        for (key, size) in [(short, 4), (gone, 3)] as [(String, UInt64)] {
+            guard case .miss = cache.entry(key: key, size: size) else {
+                Issue.record("\(key.prefix(1)): not a miss")
+                continue
+            }
+        }
+        #expect(cache.usedBytes == 0)
+        #expect(try folder.items().isEmpty)
+        for code in [EMFILE, ENFILE, ENOMEM, EACCES, EPERM, EIO] { #expect(!DiskCache.showsEntryIsBad(code)) }
+        for code in [ENOENT, EISDIR, ELOOP, ENXIO] { #expect(DiskCache.showsEntryIsBad(code)) }
+    }
+
     @Test func temporaryFilesOfDeadProcessesAreDeleted() async throws {
         let folder = try TemporaryFolder()
         try folder.write(".partial-999999999-1", [1, 2, 3])
@@ -275,6 +333,15 @@ func mode(of path: String) throws -> UInt32 {
     var info = stat()
     guard stat(path, &info) == 0 else { throw FolderError.failed("stat \(path)") }
     return info.st_mode & 0o777
+}
+
+/// Whether `path` names the file open as `descriptor` (false when nothing is there).
+func isSameFile(_ path: String, as descriptor: Int32) throws -> Bool {
+    var named = stat()
+    var held = stat()
+    guard fstat(descriptor, &held) == 0 else { throw FolderError.failed("fstat") }
+    guard stat(path, &named) == 0 else { return false }
+    return named.st_dev == held.st_dev && named.st_ino == held.st_ino
 }
 
 func overwrite(_ path: String, at offset: Int, with bytes: [UInt8]) throws {

@@ -60,10 +60,10 @@ final class CacheFile: Sendable {
         }
     }
 
-    var size: UInt64? {
+    var size: Result<UInt64, CacheIOError> {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return nil }
-        return UInt64(info.st_size)
+        guard fstat(descriptor, &info) == 0 else { return .failure(CacheIOError(operation: "fstat", code: errno)) }
+        return .success(UInt64(info.st_size))
     }
 
     /// Sets the mtime to now: the disk cache's "last used" survives a remount this way.
@@ -113,12 +113,13 @@ enum CacheFolder {
         return .success(items)
     }
 
-    /// Nil when the file cannot be opened (a signal interrupting the open is not such a failure:
-    /// the FUSE thread that calls this is the one signals are sent to).
-    static func openForReading(_ path: String) -> CacheFile? {
+    /// The file, open for reading, or why it could not be opened (a signal interrupting the open
+    /// is not such a failure: the FUSE thread that calls this is the one signals are sent to).
+    @Sendable static func openForReading(_ path: String) -> Result<CacheFile, CacheIOError> {
         var descriptor: Int32
         repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
-        return descriptor >= 0 ? CacheFile(descriptor: descriptor) : nil
+        guard descriptor >= 0 else { return .failure(CacheIOError(operation: "open \(path)", code: errno)) }
+        return .success(CacheFile(descriptor: descriptor))
     }
 
     /// Creates a new file (mode 0600) for reading and writing; fails if it exists.

@@ -9,12 +9,21 @@
 // that, then calls markChecked or discard), since a power loss may leave a renamed file whose data
 // never reached the disk. Files without a content_hash are never cached: nothing could check them.
 //
+// An entry is deleted only on evidence that it is bad: it is missing, is not a file, has another
+// size, or failed its check. An open that fails for a reason that says nothing of the entry (too
+// many open files, no memory, no permission) leaves it in place: that use goes without it.
+//
 // Locking: `state` guards the index of entries, the bytes reserved by downloads in progress and the
-// set of checked keys. No file I/O happens while it is held.
+// set of checked keys. No file I/O happens while it is held. `openEntry` has its own lock, held
+// only to read or replace the function.
 
 import DropboxAPI
 import Log
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 final class DiskCache: Sendable {
     /// A download in progress into a temporary file.
@@ -44,6 +53,9 @@ final class DiskCache: Sendable {
     let directory: String
     let capacity: UInt64
     private let state: Mutex<State>
+    /// How an entry is opened for reading: CacheFolder.openForReading, which tests replace to make
+    /// the open fail as a busy system does (too many open files, no memory).
+    let openEntry = Mutex<@Sendable (String) -> Result<CacheFile, CacheIOError>>(CacheFolder.openForReading)
 
     private init(directory: String, capacity: UInt64, entries: [String: Entry]) {
         self.directory = directory
@@ -78,20 +90,53 @@ final class DiskCache: Sendable {
         return cache
     }
 
+    /// What `entry` found.
+    enum Lookup {
+        /// The entry, open, and whether it was checked in this process.
+        case hit(CacheFile, checked: Bool)
+        /// No entry: none is known, or the one known was missing or not of the size asked for,
+        /// and is forgotten (and deleted).
+        case miss
+        /// The entry could not be opened now, for a reason that says nothing of it: it is kept.
+        case unavailable(CacheIOError)
+    }
+
     /// The complete entry for `key` when one of exactly `size` bytes exists, and whether it was
     /// checked in this process. Marks it used.
-    func entry(key: String, size: UInt64) -> (file: CacheFile, checked: Bool)? {
-        guard state.withLock({ $0.entries[key] != nil }) else { return nil }
-        guard let file = CacheFolder.openForReading(path(of: key)), file.size == size else {
+    func entry(key: String, size: UInt64) -> Lookup {
+        guard state.withLock({ $0.entries[key] != nil }) else { return .miss }
+        let open = openEntry.withLock { $0 }
+        let file: CacheFile
+        switch open(path(of: key)) {
+        case .success(let opened):
+            file = opened
+        case .failure(let error):
+            guard Self.showsEntryIsBad(error.code) else { return .unavailable(error) }
             discard(key: key)
-            return nil
+            return .miss
+        }
+        switch file.size {
+        case .success(size):
+            break
+        case .success:
+            discard(key: key)  // cut short, or not this content
+            return .miss
+        case .failure(let error):
+            return .unavailable(error)
         }
         file.touch()
         let now = CacheFolder.now()
         return state.withLock { s in
             s.entries[key]?.lastUsed = now
-            return (file, s.checked.contains(key))
+            return .hit(file, checked: s.checked.contains(key))
         }
+    }
+
+    /// Whether an open of an entry that failed with `code` shows the entry itself is bad: nothing
+    /// is there, or no regular file. EMFILE, ENFILE, ENOMEM, EACCES, EIO and the like say
+    /// something of the process or the system, not of the entry, and may be gone at the next open.
+    static func showsEntryIsBad(_ code: Int32) -> Bool {
+        code == ENOENT || code == EISDIR || code == ELOOP || code == ENXIO
     }
 
     /// Marks an entry in use used again (it moves to the back of the eviction order).

@@ -58,6 +58,8 @@ final class FileReader: Sendable {
     func open(_ file: PinnedFile) -> OpenedFile {
         let key = file.key
         var disk = DiskState.none
+        // The content's entry exists but cannot be opened now: no second one is written over it.
+        var entryUnavailable = false
         if let diskCache, case .hash(let hash) = key, file.size > 0 {
             let known = state.withLock { s -> (exists: Bool, entry: CacheFile?) in
                 guard let content = s.contents[key] else { return (false, nil) }
@@ -66,13 +68,23 @@ final class FileReader: Sendable {
             }
             if let entry = known.entry {
                 diskCache.markUsed(key: hash.hex, file: entry)
-            } else if !known.exists, let entry = diskCache.entry(key: hash.hex, size: file.size) {
-                disk = .complete(entry.file, checked: entry.checked)
+            } else if !known.exists {
+                switch diskCache.entry(key: hash.hex, size: file.size) {
+                case .hit(let entry, let checked):
+                    disk = .complete(entry, checked: checked)
+                case .miss:
+                    break
+                case .unavailable(let error):
+                    Log.warning("disk cache: \(error); reading \(file.label) from Dropbox this time")
+                    entryUnavailable = true
+                }
             }
         }
         return withState { s in
             if s.contents[key] == nil {
-                s.contents[key] = ContentState(file: file, unitSize: options.unitSize, disk: disk)
+                var content = ContentState(file: file, unitSize: options.unitSize, disk: disk)
+                if entryUnavailable { content.diskTried = true }
+                s.contents[key] = content
             }
             s.contents[key]?.handles += 1
             s.contents[key]?.inodes.insert(file.inode)
