@@ -101,6 +101,10 @@ import Testing
         Case(
             error: .rateLimited(retryAfter: 3), before: Attempts(failures: 2), random: 0.5,
             decision: .pauseAll(for: .milliseconds(3125)), after: Attempts(failures: 2, rateLimits: 1)),
+        // retry_after 0 (or a Retry-After date already past): no wait but the jitter.
+        Case(
+            error: .rateLimited(retryAfter: 0), before: Attempts(), random: 0.5,
+            decision: .pauseAll(for: .milliseconds(125)), after: Attempts(rateLimits: 1)),
         Case(
             error: .rateLimited(retryAfter: 0.5), before: Attempts(rateLimits: 9),
             decision: .pauseAll(for: .milliseconds(500)), after: Attempts(rateLimits: 10)),

@@ -134,6 +134,43 @@ import Testing
         Case(
             status: 429, body: #"{"error":{"retry_after":300}}"#, json: false, headers: [("retry-after", " 2 ")],
             expected: .rateLimited(retryAfter: 2)),
+        // A zero asks for no wait: retry soon (the pacer adds its jitter), never the 1 s default.
+        Case(
+            status: 429,
+            body: #"{"error_summary":"too_many_requests/..","error":{"reason":{".tag":"too_many_requests"},"retry_after":0}}"#,
+            expected: .rateLimited(retryAfter: 0)),
+        Case(
+            status: 429, body: "Too Many Requests", json: false, headers: [("Retry-After", "0")],
+            expected: .rateLimited(retryAfter: 0)),
+        // Retry-After as an HTTP-date: the time until then by the reply's own Date.
+        Case(
+            status: 429, body: "Too Many Requests", json: false,
+            headers: [("Date", "Wed, 21 Oct 2026 07:26:30 GMT"), ("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")],
+            expected: .rateLimited(retryAfter: 90)),
+        Case(
+            status: 429, body: #"{"error_summary":"too_many_requests/..","error":{"reason":{".tag":"too_many_requests"}}}"#,
+            headers: [("Date", "Wed, 21 Oct 2026 07:28:00 GMT"), ("Retry-After", "Wed, 21 Oct 2026 07:28:07 GMT")],
+            expected: .rateLimited(retryAfter: 7)),
+        // A date already past is no wait; one too far ahead is cut to the maximum.
+        Case(
+            status: 429, body: "", json: false,
+            headers: [("Date", "Wed, 21 Oct 2026 07:28:00 GMT"), ("Retry-After", "Tue, 20 Oct 2026 07:28:00 GMT")],
+            expected: .rateLimited(retryAfter: 0)),
+        Case(
+            status: 429, body: "", json: false,
+            headers: [("Date", "Wed, 21 Oct 2026 07:28:00 GMT"), ("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT")],
+            expected: .rateLimited(retryAfter: 600)),
+        // The obsolete date forms, and anything else, keep the 1 s default.
+        Case(
+            status: 429, body: "", json: false,
+            headers: [("Date", "Wed, 21 Oct 2026 07:28:00 GMT"), ("Retry-After", "Wednesday, 21-Oct-26 07:29:00 GMT")],
+            expected: .rateLimited(retryAfter: 1)),
+        Case(
+            status: 429, body: "", json: false,
+            headers: [("Date", "Wed, 21 Oct 2026 07:28:00 GMT"), ("Retry-After", "Wed Oct 21 07:29:00 2026")],
+            expected: .rateLimited(retryAfter: 1)),
+        Case(
+            status: 429, body: "", json: false, headers: [("Retry-After", "soon")], expected: .rateLimited(retryAfter: 1)),
         Case(status: 500, body: "Internal Server Error", json: false, expected: .serverError(status: 500)),
         Case(status: 503, body: "<html>unavailable</html>", json: false, expected: .serverError(status: 503)),
         Case(status: 404, body: "Not Found", json: false, expected: .unexpectedStatus(404)),
@@ -146,6 +183,19 @@ import Testing
         headers.add("Content-Type", c.json ? "application/json" : "text/plain; charset=utf-8")
         for (name, value) in c.headers { headers.add(name, value) }
         #expect(DropboxError.fromReply(status: c.status, headers: headers, body: Array(c.body.utf8)) == c.expected)
+    }
+
+    /// A Retry-After date in a reply without a Date header (or with one that is not a date) is
+    /// measured from the local clock.
+    @Test func aRetryAfterDateWithoutADateHeaderCountsFromTheLocalClock() {
+        let now: Int64 = 1_792_567_680  // Wed, 21 Oct 2026 07:28:00 GMT
+        for date in [nil, "yesterday"] as [String?] {
+            var headers = HTTPHeaders()
+            headers.add("Content-Type", "text/plain")
+            headers.add("Retry-After", "Wed, 21 Oct 2026 07:28:45 GMT")
+            if let date { headers.add("Date", date) }
+            #expect(DropboxError.fromReply(status: 429, headers: headers, body: [], now: now) == .rateLimited(retryAfter: 45))
+        }
     }
 
     /// A 409 whose error union carries an extra field of nested arrays (valid JSON, well under the

@@ -4,8 +4,12 @@
 // unconfirmed.
 
 extension DropboxError {
-    /// The error for a reply with a status other than the route's success status.
-    static func fromReply(status: Int, headers: HTTPHeaders, body: [UInt8]) -> DropboxError {
+    /// The error for a reply with a status other than the route's success status. `now` is the
+    /// local wall clock in seconds since the epoch, read only for a 429 whose Retry-After is a date
+    /// and that carries no Date of its own.
+    static func fromReply(
+        status: Int, headers: HTTPHeaders, body: [UInt8], now: @autoclosure () -> Int64 = HTTPDate.now()
+    ) -> DropboxError {
         switch status {
         case 400:
             return .badRequest(message: Self.text(body))
@@ -32,7 +36,7 @@ extension DropboxError {
             }
             return .pathRoot(tag: tag)
         case 429:
-            return .rateLimited(retryAfter: Self.retryAfter(headers: headers, body: body))
+            return .rateLimited(retryAfter: Self.retryAfter(headers: headers, body: body, now: now))
         case 500...599:
             return .serverError(status: status)
         default:
@@ -68,14 +72,23 @@ extension DropboxError {
     }
 
     /// Seconds to wait: JSON `error.retry_after` when the reply is JSON, else the `Retry-After`
-    /// header, else 1 (the spec's default); at most ServerLimits.maxRetryAfter.
-    private static func retryAfter(headers: HTTPHeaders, body: [UInt8]) -> Double {
+    /// header (seconds, or an HTTP-date), else 1 (the spec's default); at most
+    /// ServerLimits.maxRetryAfter. A zero, or a date already past, is kept as zero: the server lets
+    /// the request go again at once, and the pacer's jitter alone spreads the callers it held
+    /// (PacerDecision), where the 1 s default would make them wait for nothing.
+    private static func retryAfter(headers: HTTPHeaders, body: [UInt8], now: () -> Int64) -> Double {
         let isJSON = headers["Content-Type"]?.lowercased().hasPrefix("application/json") ?? false
         if isJSON, let seconds = Self.envelope(body)?.error?["retry_after"]?.number, seconds >= 0 {
             return ServerLimits.retryAfter(seconds)
         }
-        if let header = headers["Retry-After"], let seconds = Double(header.trimmingSpaces), seconds >= 0 {
+        guard let header = headers["Retry-After"]?.trimmingSpaces else { return 1 }
+        if let seconds = Double(header), seconds >= 0 {
             return ServerLimits.retryAfter(seconds)
+        }
+        if let until = HTTPDate.parse(header) {
+            // Measured on the server's clock when the reply is dated: ours may be off by minutes.
+            let from = headers["Date"].flatMap(HTTPDate.parse) ?? now()
+            return ServerLimits.retryAfter(Double(max(until - from, 0)))
         }
         return 1
     }

@@ -34,6 +34,10 @@ public enum PacerDecision: Sendable, Equatable {
             // Bounded again here: a `.rateLimited` may come from any client, not only the decoder.
             let cap = min(ServerLimits.maxRetryAfter, Double(policy.maxRateLimitPause.components.seconds))
             let seconds = retryAfter.isFinite ? min(max(retryAfter, 0), cap) : cap
+            // A zero (retry_after 0, or a Retry-After date already past) pauses for the jitter
+            // only: the server allows the request at once, and the jitter keeps the callers the
+            // pause held from all returning together. A server that keeps answering so is bounded
+            // by maxRateLimitWaits.
             let wait = Int64(seconds * 1e9) + Int64(Double(jitter) * min(max(random, 0), 1))
             return .pauseAll(for: .nanoseconds(wait))
         case .serverError:

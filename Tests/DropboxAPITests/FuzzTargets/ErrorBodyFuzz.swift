@@ -1,6 +1,6 @@
 // Error replies: any status, headers and body (ReplyInput) through DropboxError.fromReply, the
 // mapping every non-success reply goes through. Besides not crashing (the body is parsed as JSON
-// with the envelope's nested unions, Retry-After as a number):
+// with the envelope's nested unions, Retry-After as a number or an HTTP-date):
 //
 // - the statuses decided without the body map as documented (400, 416, 5xx);
 // - a 429's pause is finite and within 0...ServerLimits.maxRetryAfter;
