@@ -62,10 +62,10 @@ struct FillQueue {
     /// Those of `waiting` a request waits for: they run at the requests' priority.
     private var promoted: Set<ObjectIdentifier> = []
     var running = 0
-    /// Recursive listings this fill started or queued.
+    /// Recursive listings this fill started or queued, a failed branch's new listing included.
     var listings = 0
     /// Requests beyond the data's pages: the cursor, folders listed by themselves, the pages of
-    /// stopped listings.
+    /// stopped listings, failed requests and the pages a failed branch's new listing lists again.
     var overhead = 0
     /// The pages applied before this fill (SyncProgress counts those of every fill of the mount):
     /// the budget grows with this fill's pages only.
@@ -245,7 +245,10 @@ extension SyncEngine {
     }
 
     /// Lists one branch to its end (or until it is split). A failed branch is registered and
-    /// queued again after a pause.
+    /// queued again after a pause, and what the failure cost counts against the request budget
+    /// (fillBudget), as a split's cost does: the request that failed, the new listing, and the
+    /// pages the failed one applied, which the new one lists again. Uncounted, they let a flaky
+    /// server push a fill past its request target.
     private func runBranch(_ listing: RecursiveListing) async {
         let path = tree.state.withLock { t in t.tree.listingPath(of: listing.top) }
         let splitter = BranchSplitter(engine: self, listing: listing)
@@ -254,7 +257,9 @@ extension SyncEngine {
         }
         splitter.finish()
         var failed = false
-        if case .failed(let error) = outcome {
+        var wasted = 0
+        if case .failed(let error, let pages) = outcome {
+            wasted = 1
             if case .lookup = error {
                 // The branch's folder was deleted, moved or replaced after the cursor was taken
                 // (Dropbox answers not_found or not_folder): the replay of that change settles
@@ -262,6 +267,7 @@ extension SyncEngine {
                 Log.debug("the listing of a branch ended with \(error): the changes since the cursor settle it")
             } else {
                 failed = true
+                wasted += pages
                 let failures = noteFillFailure(error)
                 try? await Task.sleep(for: .seconds(retryDelay(failures: failures) * options.fillRetryScale))
             }
@@ -269,8 +275,10 @@ extension SyncEngine {
         state.withLock { s in
             guard var queue = s.fillQueue else { return }
             queue.running -= 1
+            queue.overhead += wasted
             if failed, !Task.isCancelled, let again = planRecursiveListing(listing.top, in: &s) {
                 queue.enqueue(again)
+                queue.listings += 1
             }
             s.fillQueue = queue
         }

@@ -115,7 +115,8 @@ extension SyncEngine {
         case completed
         /// `stopAfter` asked it to stop, or its task was cancelled (unmounting).
         case stopped
-        case failed(DropboxError)
+        /// A request failed, after `pages` pages were applied.
+        case failed(DropboxError, pages: Int)
     }
 
     /// Lists `path` recursively to the end, applying pages as they arrive (the next page is
@@ -143,9 +144,9 @@ extension SyncEngine {
             state.withLock { $0.progress.fillStarting(at: listing.startedAt) }
             Log.info("listing the whole account in the background")
         }
+        var pages = 0
         do {
             var lastReport = listing.startedAt
-            var pages = 0
             let arg = ListFolderArg(path: path, recursive: true, limit: options.pageLimit)
             // The whole-account fill and its branches keep trying while offline (they are what
             // finds Dropbox again while the fill runs: the watcher starts after it); other
@@ -190,7 +191,7 @@ extension SyncEngine {
             if Task.isCancelled { return .stopped }
             Log.warning("recursive listing of \(label) failed: \(error)")
             if isWholeAccount { noteFillFailure(error) }
-            return .failed(error)
+            return .failed(error, pages: pages)
         }
     }
 }

@@ -7,6 +7,7 @@
 import DropboxAPI
 import DropboxTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import DropboxFS
@@ -203,6 +204,45 @@ extension CoreTests {
             #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
         }
 
+        /// A failed branch costs requests beyond the data's pages: the one that failed, and the
+        /// listing started again. The request budget counts them, so a branch the server failed a
+        /// few times leaves no room for a split the same fill makes without the failures. (They
+        /// went uncounted, and a flaky server could push a fill past its request target.)
+        @Test(arguments: [0, 10])
+        func failedBranchesCountAgainstTheRequestBudget(failures: Int) async throws {
+            let fake = InMemoryDropbox()
+            for i in 0..<60 { fake.addFile("/Big/part\(i % 2)/f\(i)", size: 1) }
+            fake.addFile("/Flaky/a.txt", size: 1)
+            let big = GatedClient.Listing(path: try #require(id(of: fake.entry("/Big"))), recursive: true)
+            let gated = GatedClient(fake)
+            gated.hold(.init(listing: big, page: 0))
+            let flaky = FailingListingClient(
+                gated, path: try #require(id(of: fake.entry("/Flaky"))), failures: failures)
+            // /Big is 13 pages at 5 entries a page; a split after its 2nd page into its 2
+            // subfolders costs about 12 requests of a budget of 31 (the slack of 30 leaves room
+            // for a late split on a loaded machine), and each failure costs 2 more.
+            var options = options(
+                pageLimit: 5, prefetch: true,
+                fill: FillOptions(parallelism: 2, maxListings: 64, splitAfterPages: 2, requestSlack: 30))
+            options.fillRetryScale = 0.001
+            let fs = Filesystem(client: flaky, options: options)
+            fs.startSync()
+            defer { fs.stop() }
+            // /Big starts listing once /Flaky has failed its times and been listed again.
+            try await waitUntil("/Flaky listed \(failures + 1) times") { flaky.attempts == failures + 1 }
+            gated.release(.init(listing: big, page: 0))
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            let parts = try (0..<2).map { try #require(id(of: fake.entry("/Big/part\($0)"))) }
+            let recursive = Set(Self.recursiveListings(fake))
+            if failures == 0 {
+                #expect(Set(parts).isSubset(of: recursive), "the split fits the budget: \(recursive)")
+            } else {
+                #expect(Set(parts).isDisjoint(with: recursive), "a split past the budget: \(recursive)")
+            }
+            #expect((statusField(fs, "fill_failures") ?? 0) == failures)
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+        }
+
         /// A branch that cannot connect takes the mount offline. The fill keeps trying through the
         /// sync engine's client, as the one-chain fill does, and so brings the mount back: it is
         /// the only thing running (the watcher starts after it). Through the user's client, which
@@ -348,5 +388,34 @@ extension CoreTests {
             #expect(gated.priorities(branches[first]) == [TaskPriorities.background])
             #expect(await fs.waitUntilCaughtUp(seconds: 60))
         }
+    }
+}
+
+/// Fails the first `failures` recursive listings of one folder (`path`) with a 500, as a flaky
+/// server does; everything else goes through.
+private final class FailingListingClient: ForwardingClient, Sendable {
+    let forwardee: any DropboxClient
+    private let path: String
+    private let failures: Int
+    /// Recursive listings of `path` asked so far, failed ones included.
+    private let asked = Mutex(0)
+
+    init(_ forwardee: any DropboxClient, path: String, failures: Int) {
+        self.forwardee = forwardee
+        self.path = path
+        self.failures = failures
+    }
+
+    var attempts: Int { asked.withLock { $0 } }
+
+    func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
+        if arg.recursive, arg.path == path {
+            let attempt = asked.withLock { count in
+                count += 1
+                return count
+            }
+            if attempt <= failures { throw .serverError(status: 500) }
+        }
+        return try await forwardee.listFolder(arg)
     }
 }
