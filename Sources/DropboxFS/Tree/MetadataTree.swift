@@ -310,6 +310,12 @@ struct MetadataTree {
         return index
     }
 
+    /// Records that the listing of `epoch` saw the node (an entry below it, for a folder whose own
+    /// entry the listing may never send), so its completion keeps it (`completeSubtree`).
+    mutating func markSeen(_ index: UInt32, epoch: UInt32) {
+        if nodes[Int(index)].seenEpoch < epoch { nodes[Int(index)].seenEpoch = epoch }
+    }
+
     /// The folder under Dropbox's key `key` in `parent`, made provisional from an entry's path when
     /// the entry came before its parent folder's own entry (Dropbox promises no order): a file in
     /// the way is replaced, as the delta rules say ("create the missing parents"). It is named

@@ -97,7 +97,8 @@ struct Node {
     /// fields instead of two 64-bit ones bring the node from 128 to 120 bytes.
     private var mtimeBits: UInt32 = 0
     private var ctimeBits: UInt32 = 0
-    /// The fill epoch that last saw this entry; a completed full listing removes older ones.
+    /// The fill epoch that last saw this entry (its own entry, or for a folder an entry below it);
+    /// a completed full listing removes older ones.
     var seenEpoch: UInt32 = 0
     /// The folder's index in MetadataTree's folder table; 0 for files (and released folders).
     var folderSlot: UInt32 = 0

@@ -78,6 +78,9 @@ extension LiveTree.State {
         for (position, component) in components.enumerated() {
             let key = FoldKey(alreadyFolded: component)
             if case .found(let next) = tree.lookup(parent: current, key: key), tree.nodes[Int(next)].kind == .folder {
+                // A listing that lists an entry inside a folder has seen the folder, whether or not
+                // its own entry comes: the end of the listing must not remove it (completeSubtree).
+                if case .listing = kind { tree.markSeen(next, epoch: epoch) }
                 current = next
                 continue
             }

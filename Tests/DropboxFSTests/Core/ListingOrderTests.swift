@@ -88,6 +88,34 @@ extension CoreTests {
             #expect(LogCapture.lines(containing: "\"/Lost-Parent/Deep\"").count == 1)
         }
 
+        /// The same on a refill (a cursor reset, the weekly relist): a folder the tree already
+        /// holds from an earlier listing, whose own entry the new listing never sends, stays with
+        /// what that listing found inside it. It used to be removed with its subtree when the
+        /// listing ended, as an entry the new snapshot had not seen.
+        @Test func aRefillThatNeverListsAKnownFolderKeepsItWithItsEntries() throws {
+            var t = LiveTree.State(tree: MetadataTree(folderTime: 0))
+            var invalidations: [Invalidation] = []
+            let root = MetadataTree.rootIndex
+            t.apply(
+                [
+                    Self.folder("/top", "/top"), Self.folder("/top/sub", "/top/Sub"),
+                    Self.file("/top/sub/f.txt", "/top/Sub/f.txt"),
+                ],
+                as: .listing(epoch: 1), changeEpoch: 0, invalidations: &invalidations)
+            t.tree.completeSubtree(root, epoch: 1, at: 0, invalidations: &invalidations)
+            // The refill lists everything again but the folder's own entry.
+            t.apply(
+                [Self.folder("/top", "/top"), Self.file("/top/sub/f.txt", "/top/Sub/f.txt", size: 4)],
+                as: .listing(epoch: 2), changeEpoch: 0, invalidations: &invalidations)
+            t.tree.completeSubtree(root, epoch: 2, at: 0, invalidations: &invalidations)
+            let sub = try #require(t.tree.folder(atKeyPath: "/top/sub"), "the folder was removed")
+            guard case .found(let file) = t.tree.lookup(parent: sub, key: FoldKey("f.txt")) else {
+                Issue.record("the listed file was removed")
+                return
+            }
+            #expect(t.tree.nodes[Int(file)].size == 4)
+        }
+
         // MARK: Replacement, repeats, unknown deletions
 
         @Test func theLaterEntryAtAPathReplacesWhateverWasThere() async throws {
