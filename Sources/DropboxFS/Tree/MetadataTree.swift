@@ -511,6 +511,9 @@ struct MetadataTree {
         let parent = UInt64(nodes[Int(index)].parent)
         let old = nodes[Int(index)].name
         invalidations.append(.entry(parent: parent, name: old))
+        // A complete folder may have told the kernel "no such name" for the new spelling (as for
+        // any new name, `attach`).
+        if folders[parentSlot].complete { invalidations.append(.entry(parent: parent, name: name)) }
         invalidations.append(.inode(parent))
         forgetKey(of: index, named: old, in: parentSlot)
         noteKey(key, of: index, named: name, in: parentSlot)

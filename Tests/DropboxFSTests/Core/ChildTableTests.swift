@@ -182,6 +182,27 @@ extension CoreTests {
             #expect(tree.lookup(parent: root, name: "DONNÉES", fold: FoldKey("DONNÉES")) == .found(donnees))
         }
 
+        /// A relisted complete folder that shows a case-only (or normalisation-only) rename
+        /// invalidates the new spelling as well as the old: the kernel may hold a "no such name"
+        /// for it, answered from the complete folder before the rename. It used to invalidate only
+        /// the old name, so the new one stayed ENOENT for the negative timeout while `ls` showed it.
+        @Test func aRenameInACompleteFolderInvalidatesTheNewName() {
+            var tree = MetadataTree(folderTime: 0)
+            var invalidations: [Invalidation] = []
+            let root = MetadataTree.rootIndex
+            tree.setComplete(root, true, at: 0)
+            let index = tree.upsert(
+                parent: root, key: FoldKey("report.txt"), name: NodeName("report.txt")!,
+                metadata: Self.file("report.txt"), invalidations: &invalidations)
+            invalidations = []
+            let renamed = tree.upsert(
+                parent: root, key: FoldKey("report.txt"), name: NodeName("Report.TXT")!,
+                metadata: Self.file("Report.TXT"), invalidations: &invalidations)
+            #expect(renamed == index)
+            #expect(invalidations.contains(.entry(parent: UInt64(root), name: "report.txt")))
+            #expect(invalidations.contains(.entry(parent: UInt64(root), name: "Report.TXT")))
+        }
+
         /// A stored tree whose odd-key flag is wrong (a damaged file): an ASCII name is checked at
         /// load, so its child is found by its key; a non-ASCII one is trusted, and removing it still
         /// takes its index out of the folder's table (no released index left behind).
