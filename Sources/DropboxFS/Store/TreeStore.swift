@@ -10,10 +10,10 @@
 // a tree whose fill never completed is not served again. WAL journaling makes a `kill -9` at any
 // moment leave the last committed batch.
 //
-// A database of another account, root, server or schema, or a damaged one, is set aside (renamed
-// with a `.bad-TIME` suffix) and rebuilt, with one log line. A lock file held for the life of the
-// mount keeps a second mount of the same account out (it runs in memory only). Tokens are never
-// stored here.
+// A database of another account, root, server or schema, or a damaged one (its header or any
+// page), is set aside (renamed with a `.bad` suffix) and rebuilt, with one log line. A lock file
+// held for the life of the mount keeps a second mount of the same account out (it runs in memory
+// only). Tokens are never stored here.
 //
 // Threads: every SQLite call runs on `queue` (serial), so batches are written in the order they are
 // submitted, off the tree lock. `state` (a Mutex) guards only whether the store still writes.
@@ -133,6 +133,10 @@ public final class TreeStore: Sendable {
 
     public let path: String
     public let identity: TreeStoreIdentity
+    /// The account's email and the mount point, written into the store's meta (again into a new
+    /// file when a damaged one is set aside).
+    private let email: String
+    private let mountpoint: String
     private let queue = DispatchQueue(label: "dropboxfs.tree-store")
     private let lockDescriptor: Int32
     private struct State {
@@ -156,6 +160,11 @@ public final class TreeStore: Sendable {
                     + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")
             delete = try database.prepare("DELETE FROM entries WHERE idx = ?1")
             setMeta = try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)")
+        }
+
+        /// Takes over `other`'s database and statements (this connection closed first).
+        func adopt(_ other: Connection) {
+            (database, upsert, delete, setMeta) = (other.database, other.upsert, other.delete, other.setMeta)
         }
 
         /// Releases the statements and closes the connection (its locks with it).
@@ -188,16 +197,23 @@ public final class TreeStore: Sendable {
             let connection = try openChecked(path: path, identity: identity)
             try connection.meta("email", email)
             try connection.meta("mountpoint", mountpoint)
-            return TreeStore(path: path, identity: identity, lock: lock, connection: connection)
+            return TreeStore(
+                path: path, identity: identity, email: email, mountpoint: mountpoint, lock: lock,
+                connection: connection)
         } catch {
             Glibc.close(lock)
             throw .unusable("cannot use the stored tree \(path): \(error)")
         }
     }
 
-    private init(path: String, identity: TreeStoreIdentity, lock: Int32, connection: Connection) {
+    private init(
+        path: String, identity: TreeStoreIdentity, email: String, mountpoint: String, lock: Int32,
+        connection: Connection
+    ) {
         self.path = path
         self.identity = identity
+        self.email = email
+        self.mountpoint = mountpoint
         self.lockDescriptor = lock
         self.connection = connection
     }
@@ -316,15 +332,37 @@ public final class TreeStore: Sendable {
                 return StoredTree(
                     tree: tree, cursor: cursor, syncedAt: Int64(meta["synced_at"] ?? "") ?? 0,
                     filledAt: Int64(meta["filled_at"] ?? "") ?? 0)
+            } catch let error as SQLiteError where error.isDamage {
+                // A damaged file (its header sound, some page not) cannot be trusted to be emptied.
+                replaceDamaged(reason: "damaged (\(error))")
+                return nil
             } catch {
                 Log.warning("the stored tree \(Log.quoted(path)) cannot be read (\(error)); listing the account again")
                 do {
                     try startEmpty()
+                } catch let error as SQLiteError where error.isDamage {
+                    replaceDamaged(reason: "damaged (\(error))")
                 } catch {
                     disable("cannot empty the stored tree: \(error)")
                 }
                 return nil
             }
+        }
+    }
+
+    /// Sets the damaged database aside and continues in a new, empty one at the same path, as
+    /// `open` does with a file damaged in its header. Runs on `queue`.
+    private func replaceDamaged(reason: String) {
+        connection.close()
+        Self.setAside(path: path, reason: reason)
+        do {
+            let fresh = try Self.openAndCheck(path: path, identity: identity)
+            try fresh.meta("email", email)
+            try fresh.meta("mountpoint", mountpoint)
+            connection.adopt(fresh)
+            try startEmpty()
+        } catch {
+            disable("cannot make a new stored tree: \(error)")
         }
     }
 

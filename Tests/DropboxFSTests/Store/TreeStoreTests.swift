@@ -223,6 +223,45 @@ extension CoreTests {
             }
         }
 
+        /// A file whose header is sound but whose rows are damaged (a bad page in the entries
+        /// table: a failing disk, a copy taken mid-write) is set aside like any damaged file, and
+        /// the next fill is stored again. It used to be neither set aside nor emptied (emptying
+        /// reads the damaged table too): the store stopped writing at every mount, for good.
+        @Test func aFileWithDamagedRowsIsSetAsideAndStoredAgain() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = try await Self.storedSmallTree(folder)
+            let database = try SQLiteDatabase(path: path)
+            let query = try database.prepare(
+                "SELECT rootpage, (SELECT page_size FROM pragma_page_size) FROM sqlite_master WHERE name = 'entries'")
+            #expect(try query.step())
+            let (page, pageSize) = (query.int64(0), query.int64(1))
+            query.finalize()
+            database.close()
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.seek(toOffset: UInt64((page - 1) * pageSize))
+            try handle.write(contentsOf: Data(repeating: 0xA5, count: Int(pageSize)))
+            try handle.close()
+
+            let fake = InMemoryDropbox()
+            fake.addFile("/A/b.txt", size: 3)
+            do {
+                let store = try Self.open(folder)
+                #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil)
+                let fs = Self.mount(fake, store: store, stored: nil)
+                fs.startSync()
+                #expect(await fs.waitUntilCaughtUp(seconds: 30))
+                fs.stop()
+                store.close()
+            }
+            #expect(FileManager.default.fileExists(atPath: path + ".bad"))
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(
+                store.loadTree(folderTime: CoreTests.folderTime, now: 0), "the new fill was not stored")
+            #expect(stored.entryCount == 2)
+        }
+
         /// Stores a small tree, damages it with `damage`, and expects the next opener to refuse it
         /// (setting the file aside, or emptying the store, so that a second load is refused too).
         static func expectRefused(setAside: Bool, damage: (String) throws -> Void) async throws {
