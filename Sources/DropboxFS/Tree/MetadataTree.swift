@@ -399,8 +399,10 @@ struct MetadataTree {
     /// reset when no full listing runs).
     mutating func markAllIncomplete() {
         for index in nodes.indices where nodes[index].attached && nodes[index].folderSlot != 0 {
-            folders[Int(nodes[index].folderSlot)].complete = false
-            folders[Int(nodes[index].folderSlot)].stamp &+= 1
+            let slot = Int(nodes[index].folderSlot)
+            if folders[slot].complete { folders[slot].wasComplete = true }
+            folders[slot].complete = false
+            folders[slot].stamp &+= 1
         }
     }
 
@@ -487,13 +489,13 @@ struct MetadataTree {
         let name = node.name
         let index = allocate(node)
         changedIndices?.insert(index)
-        // Only a complete folder can have told the kernel "no such name" or filled its readdir
-        // cache, so only its changes need kernel invalidation.
+        // Only a complete folder (or one complete before a cursor reset) can have told the kernel
+        // "no such name" or filled its readdir cache, so only its changes need kernel invalidation.
         if let parentSlot = folderSlot(parent) {
             folders[parentSlot].children.insert(index, hash: ChildTable.hash(key))
             noteKey(key, of: index, named: name, in: parentSlot)
             folders[parentSlot].version &+= 1
-            if folders[parentSlot].complete {
+            if folders[parentSlot].kernelMayKnowNames {
                 folders[parentSlot].stamp &+= 1
                 invalidations.append(.entry(parent: UInt64(parent), name: name))
                 invalidations.append(.inode(UInt64(parent)))
@@ -513,7 +515,7 @@ struct MetadataTree {
         invalidations.append(.entry(parent: parent, name: old))
         // A complete folder may have told the kernel "no such name" for the new spelling (as for
         // any new name, `attach`).
-        if folders[parentSlot].complete { invalidations.append(.entry(parent: parent, name: name)) }
+        if folders[parentSlot].kernelMayKnowNames { invalidations.append(.entry(parent: parent, name: name)) }
         invalidations.append(.inode(parent))
         forgetKey(of: index, named: old, in: parentSlot)
         noteKey(key, of: index, named: name, in: parentSlot)

@@ -28,6 +28,12 @@ struct FolderState {
     var ownKey: String?
     /// True once every child is known: a missing name is then answered without a request.
     var complete = false
+    /// The folder was complete before a cursor reset marked it incomplete (`markAllIncomplete`):
+    /// the kernel may still hold "no such name" answers it gave then.
+    var wasComplete = false
+    /// Whether the kernel may hold "no such name" answers or a listing of this folder, so its
+    /// changes must be invalidated.
+    var kernelMayKnowNames: Bool { complete || wasComplete }
     /// When the folder's listing completed (monotonic seconds), for expiry without a watcher.
     var listedAt: Double = 0
     /// Bumped whenever the set of children (or a child's name) changes.

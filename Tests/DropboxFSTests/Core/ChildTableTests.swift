@@ -203,6 +203,26 @@ extension CoreTests {
             #expect(invalidations.contains(.entry(parent: UInt64(root), name: "Report.TXT")))
         }
 
+        /// After a cursor reset without prefetch every folder is marked incomplete and listed
+        /// again when next needed; the kernel may still hold "no such name" answers the folder gave
+        /// while it was complete, so names that listing finds new are invalidated. They used to
+        /// be skipped (only complete folders invalidate new names), and a file created while the
+        /// cursor was lost stayed ENOENT for the negative timeout although `ls` showed it.
+        @Test func aFolderListedAgainAfterAResetInvalidatesItsNewNames() {
+            var t = LiveTree.State(tree: MetadataTree(folderTime: 0))
+            var invalidations: [Invalidation] = []
+            let root = MetadataTree.rootIndex
+            t.replaceChildren(of: root, with: [Self.file("old.txt")], at: 1, invalidations: &invalidations)
+            t.tree.markAllIncomplete()
+            invalidations = []
+            t.replaceChildren(
+                of: root, with: [Self.file("old.txt"), Self.file("new.txt")], at: 2, invalidations: &invalidations)
+            #expect(invalidations.contains(.entry(parent: UInt64(root), name: "new.txt")))
+            #expect(
+                !invalidations.contains(.entry(parent: UInt64(root), name: "old.txt")),
+                "unchanged names are not invalidated")
+        }
+
         /// A stored tree whose odd-key flag is wrong (a damaged file): an ASCII name is checked at
         /// load, so its child is found by its key; a non-ASCII one is trusted, and removing it still
         /// takes its index out of the folder's table (no released index left behind).
