@@ -15,7 +15,7 @@ final class LiveTree: Sendable {
     struct State {
         var tree: MetadataTree
         /// The `path_lower` of every entry hidden for its name, so each is logged once and nothing
-        /// is made inside one (TreeUpdates.swift).
+        /// is made inside one (TreeUpdates.swift); forgotten when Dropbox deletes the entry.
         var hiddenPaths: Set<String> = []
     }
 

@@ -41,6 +41,7 @@ extension LiveTree.State {
         _ entry: Metadata, as kind: PageKind, epoch: UInt32, memo: inout ParentMemo?, invalidations: inout [Invalidation]
     ) {
         if case .deleted = entry {
+            if !hiddenPaths.isEmpty, let lower = entry.pathLower { forgetHidden(lower) }
             // Only what exists can be removed: never make folders for a deletion.
             guard let path = EntryPath(entry), let parent = tree.folder(atKeyPath: path.parent) else { return }
             tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
@@ -124,6 +125,15 @@ extension LiveTree.State {
             tree.remove(current, invalidations: &invalidations)
             current = up
         }
+    }
+
+    /// Forgets a hidden entry Dropbox deleted, with the hidden entries below it, so the memory of
+    /// hidden names holds what exists (a long-running mount beside files with over-long names that
+    /// come and go stays level). Paths compare as bytes, as everywhere in the tree.
+    private mutating func forgetHidden(_ path: String) {
+        guard hiddenPaths.remove(path) != nil else { return }
+        let below = Array((path + "/").utf8)
+        hiddenPaths = hiddenPaths.filter { !$0.utf8.starts(with: below) }
     }
 
     /// Makes `folder`'s children exactly `entries` (its own listing, all pages, in any order and

@@ -207,6 +207,25 @@ extension CoreTests {
             #expect(!lines.isEmpty, "no warning about the undecodable entries")
         }
 
+        /// The memory of hidden names forgets an entry Dropbox deleted, so a mount that runs for
+        /// weeks beside an app that keeps making and removing files with names over 255 bytes (a
+        /// download's ".part" renamed away, long titles) stays level. Every such path used to be
+        /// kept until unmount.
+        @Test func hiddenNamesOfDeletedEntriesAreForgotten() {
+            var t = LiveTree.State(tree: MetadataTree(folderTime: 0))
+            var invalidations: [Invalidation] = []
+            t.tree.setComplete(MetadataTree.rootIndex, true, at: 0)
+            let long = String(repeating: "\u{9577}", count: 90)  // 270 bytes
+            for i in 0..<50 {
+                let path = "/\(long)-\(i).part"
+                for entry in [ListingOrderTests.file(path, path), ListingOrderTests.deleted(path, path)] {
+                    t.apply([entry], as: .changes, changeEpoch: 0, invalidations: &invalidations)
+                }
+            }
+            #expect(t.hiddenPaths.isEmpty, "\(t.hiddenPaths.count) hidden paths kept")
+            #expect(t.tree.liveCount == 1)
+        }
+
         /// SEMANTICS.md: if the server ever sent two siblings with the same folded name, the later
         /// one in listing order wins.
         @Test(arguments: [false, true])
