@@ -111,7 +111,10 @@ enum MountCommand {
             timeouts: CacheTimeouts(
                 entry: configuration.attrTimeout, attributes: configuration.attrTimeout,
                 negative: configuration.attrTimeout),
-            leanWalkAfter: configuration.leanWalkAfter)
+            leanWalkAfter: configuration.leanWalkAfter, refusesKernelInit: configuration.refusesKernelInit)
+        if configuration.refusesKernelInit {
+            Log.warning("\(MountConfiguration.refuseInitVariable)=1 (a test hook): the kernel's INIT will be refused")
+        }
         let session = FUSESession(
             filesystem: adapter, mountpoint: mountpoint, mountOptions: configuration.mountOptions,
             maxThreads: configuration.threads, spinMicroseconds: configuration.spinMicroseconds)
@@ -200,6 +203,10 @@ struct MountConfiguration {
     /// Request deadlines and the longest 429 pause (--timeouts).
     var http: DropboxHTTPClient.Configuration
     var retryPolicy: RetryPolicy
+    /// Test-only: the init callback makes libfuse refuse the kernel's INIT (`refuseInitVariable`
+    /// set to 1; docs/TESTING.md "Test-only hooks").
+    var refusesKernelInit: Bool
+    static let refuseInitVariable = "DROPBOXFS_TEST_REFUSE_INIT"
 
     init(_ parsed: ParsedArguments, fuseOptions: [String] = [], environment: [String: String]) throws(UsageError) {
         guard parsed.positionals.count <= 1 else {
@@ -264,6 +271,7 @@ struct MountConfiguration {
             throw UsageError(description: "allow_other and allow_root exclude each other: give one")
         }
         mountOptions = options
+        refusesKernelInit = environment[Self.refuseInitVariable] == "1"
     }
 
     /// The daemon's log file (--log-file, or the profile's in $XDG_STATE_HOME/dropboxfs), creating

@@ -25,13 +25,17 @@ public final class FUSEFilesystem: Sendable {
     let failures = OperationFailures()
     /// Which threads' listings carry files lean (names and types only).
     let walkers: Walkers
+    /// Test-only (DROPBOXFS_TEST_REFUSE_INIT, docs/TESTING.md "Test-only hooks"): the init
+    /// callback asks for what libfuse refuses, so tests can see a mount whose INIT fails.
+    let refusesKernelInit: Bool
 
     /// `leanWalkAfter`: the folders a thread reads with full listings before its files go lean
-    /// (Walkers.swift); 0 keeps every listing full.
-    public init(core: Filesystem, timeouts: CacheTimeouts, leanWalkAfter: Int = 0) {
+    /// (Walkers.swift); 0 keeps every listing full. `refusesKernelInit`: for tests only.
+    public init(core: Filesystem, timeouts: CacheTimeouts, leanWalkAfter: Int = 0, refusesKernelInit: Bool = false) {
         self.core = core
         self.timeouts = timeouts
         self.walkers = Walkers(after: leanWalkAfter)
+        self.refusesKernelInit = refusesKernelInit
     }
 
     /// The FUSEFilesystem of a request (installed as session userdata by FUSESession).

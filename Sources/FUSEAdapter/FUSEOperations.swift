@@ -135,6 +135,11 @@ enum FUSEOperations {
         conn.pointee.want = want
         // libfuse fails the kernel's INIT when this differs from the max_read mount option.
         conn.pointee.max_read = fs.maxRead.load(ordering: .relaxed)
+        if fs.refusesKernelInit {
+            // Test-only: a max_read other than the mount option's, which libfuse refuses (the
+            // refusal the max_read option used to meet) by failing INIT and ending the session.
+            conn.pointee.max_read &+= 1
+        }
         let noOpendir = capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 && !fs.core.listingsExpire
         fs.kernelOpensFolders.store(noOpendir, ordering: .relaxed)
         Log.debug(noOpendir ? "the kernel opens folders itself (no opendir)" : "folders are opened through opendir")
