@@ -1,6 +1,7 @@
 // Background mode without fork(): once the checks pass, the command starts itself again with
 // --foreground in a new session (posix_spawn + setsid), stdout and stderr going to the log file,
-// and waits on a pipe until the child says the mount is ready or why it failed. Forking a process
+// and waits on a pipe until the child says the mount is ready (the kernel's INIT was answered:
+// FUSEAdapter/KernelInit.swift) or why it failed. Forking a process
 // that already runs Swift concurrency and libcurl threads is unsafe; spawning a fresh one is not.
 // When the child fails, what it wrote to the log that explains it (warnings, errors, and lines of
 // libfuse or fusermount3) is shown on the terminal above the one-line reason, so no failure

@@ -148,6 +148,9 @@ enum MountCommand {
                 Daemon.reportReady()
                 SystemdNotify.ready(status: "mounted on \(mountpoint)\(target.offline ? " (offline)" : "")")
             }
+        } catch .notStarted(let mountpoint, let outcome) {
+            // Not the mount point's fault: INIT was refused, or never came.
+            throw CommandFailure(.failure, MountFailure.notStarted(mountpoint, outcome).description)
         } catch {
             throw CommandFailure(.mountPoint, error.description)
         }

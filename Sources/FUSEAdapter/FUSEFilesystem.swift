@@ -1,8 +1,8 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
 // kernel cache settings, the owner of the requests in flight (RequestOwner.swift), which processes
 // are file managers (FileManagers.swift), which threads walk lean (Walkers.swift), the failure
-// counts (OperationFailures.swift), and one decision taken when the kernel connects (whether
-// opendir is answered at all; see FUSEOperations.configure).
+// counts (OperationFailures.swift), and what the init callback records when the kernel connects
+// (whether opendir is answered at all, see FUSEOperations.configure; that it ran, KernelInit.swift).
 
 import CFuse
 import DropboxFS
@@ -16,6 +16,9 @@ public final class FUSEFilesystem: Sendable {
     /// Set once in the init callback, before the kernel sends any other request: the kernel opens
     /// folders by itself (opendir answers ENOSYS, no releasedir follows).
     let kernelOpensFolders = Atomic<Bool>(false)
+    /// Set at the end of the init callback: the kernel's INIT reached it (libfuse may still
+    /// refuse INIT after it; KernelInit.swift tells the two apart).
+    let kernelInitialized = Atomic<Bool>(false)
     /// The max_read mount option (0: none), which the init callback must ask for too. Set by
     /// FUSESession.run before the session exists.
     let maxRead = Atomic<UInt32>(0)

@@ -143,5 +143,6 @@ enum FUSEOperations {
         let noOpendir = capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 && !fs.core.listingsExpire
         fs.kernelOpensFolders.store(noOpendir, ordering: .relaxed)
         Log.debug(noOpendir ? "the kernel opens folders itself (no opendir)" : "folders are opened through opendir")
+        fs.kernelInitialized.store(true, ordering: .releasing)
     }
 }

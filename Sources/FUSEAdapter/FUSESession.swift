@@ -1,6 +1,7 @@
 // The life of one mount: create the libfuse session with our operations and mount options, install
-// signal handlers, mount, run the loop (SessionLoop's, or libfuse's multi-threaded one) until
-// unmounted or signalled, then tear down.
+// signal handlers, mount, wait until the kernel's INIT was answered (KernelInit.swift; only then
+// does the mount count as started), run the loop (SessionLoop's, or libfuse's multi-threaded one)
+// until unmounted or signalled, then tear down.
 // Kernel cache invalidations also go through here, since they need the session.
 //
 // Teardown, whatever ended the loop (`fusermount3 -u`, SIGTERM, SIGINT, SIGHUP, or a lazy unmount
@@ -27,11 +28,21 @@ import Synchronization
 public enum MountFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case badOptions([String])
     case mountFailed(String)
+    /// Mounted, but the kernel's INIT was not answered (KernelInit.swift): nothing stays mounted.
+    case notStarted(String, KernelInit.Outcome)
 
     public var description: String {
         switch self {
         case .badOptions(let options): return "libfuse rejected the mount options \(options.joined(separator: ","))"
         case .mountFailed(let mountpoint): return "could not mount on \(mountpoint) (see the message above)"
+        case .notStarted(let mountpoint, let outcome):
+            let why: String
+            switch outcome {
+            case .refused: why = "libfuse refused the kernel's INIT request (see the message above)"
+            case .timedOut: why = "the kernel sent no INIT request within \(Int(KernelInit.limit)) s"
+            case .ended, .started: why = "the session ended before the kernel's INIT request was answered"
+            }
+            return "could not start the mount on \(mountpoint): \(why); nothing is mounted"
         }
     }
 }
@@ -62,8 +73,10 @@ public final class FUSESession: Sendable {
         self.readaheadKilobytes = readaheadKilobytes
     }
 
-    /// Mounts, calls `mounted`, and serves requests until the filesystem is unmounted (also
-    /// lazily) or the process gets SIGINT, SIGTERM or SIGHUP. Blocks the calling thread.
+    /// Mounts, waits until the kernel's INIT was answered (KernelInit.swift), calls `mounted`, and
+    /// serves requests until the filesystem is unmounted (also lazily) or the process gets SIGINT,
+    /// SIGTERM or SIGHUP. Blocks the calling thread. A session that ends before INIT was answered
+    /// is torn down and unmounted like any other, then thrown as `.notStarted`, `mounted` uncalled.
     public func run(mounted: () -> Void) throws(MountFailure) {
         let arguments: [String] = ["dropboxfs", "-o", mountOptions.joined(separator: ",")]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
@@ -105,8 +118,20 @@ public final class FUSESession: Sendable {
                 pthread_kill(loopThread, SIGTERM)
             }
         }
-        mounted()
+        let start = KernelInit.wait(session, filesystem: filesystem, now: Filesystem.monotonicSeconds)
+        if start == .started {
+            mounted()
+            serve(session)
+        } else if start == .timedOut {
+            Log.warning("the kernel sent no INIT request within \(Int(KernelInit.limit)) s after the mount; giving up")
+        }
+        detachWatch?.stop()  // before the signal handlers go: its wake-up is a SIGTERM
+        finish(session, device: device, destroy: &destroy)
+        if start != .started { throw .notStarted(mountpoint, start) }
+    }
 
+    /// Runs the request loop (SessionLoop's, or libfuse's multi-threaded one) until it ends.
+    private func serve(_ session: OpaquePointer) {
         let result: Int32
         if spinMicroseconds > 0 {
             Log.debug("serving requests on one thread, awake \(spinMicroseconds) µs for the next one")
@@ -119,10 +144,14 @@ public final class FUSESession: Sendable {
             result = fuse_session_loop_mt(session, config)
             fuse_loop_cfg_destroy(config)
         }
-        detachWatch?.stop()  // before the signal handlers go: its wake-up is a SIGTERM
         if result != 0 && result != -EINTR && result != SIGINT && result != SIGTERM && result != SIGHUP {
             Log.debug("fuse loop ended with \(result)")
         }
+    }
+
+    /// After the loop (or a start that failed): tears the session down and unmounts what is still
+    /// ours. `destroy`: whether the session may be destroyed afterwards.
+    private func finish(_ session: OpaquePointer, device: String?, destroy: inout Bool) {
         // Whatever the loop answered, the device tells whether the kernel ended the connection:
         // after an unmount the mount is gone; after an abort through fusectl it is still there.
         let stillMounted = { device.map { device in MountTable.entries().contains(where: { $0.device == device }) } ?? true }

@@ -1,7 +1,10 @@
 """Starting and stopping: foreground daemon on SIGTERM / SIGINT / fusermount3 -u, a killed daemon
-(auto_unmount), and the background mode."""
+(auto_unmount), the background mode, and a mount whose INIT the kernel connection refuses."""
 
+import json
 import os
+import re
+import sys
 import shutil
 import tempfile
 import time
@@ -282,6 +285,74 @@ def test_background_mode_reports_failures_with_their_exit_code(binary, fake_fact
     assert message.startswith("dropboxfs: ") and "rejected" in message, err
     assert not is_mounted(mnt)
     assert pids_of_daemon(mnt) == []
+
+
+# ---- ready only once the kernel's INIT was answered ---------------------------------------------------
+
+# The test-only hook that makes libfuse refuse the kernel's INIT (docs/TESTING.md "Test-only hooks").
+REFUSE_INIT = {"DROPBOXFS_TEST_REFUSE_INIT": "1"}
+
+# Runs the command in argv as a child subreaper, so that the background daemon it leaves behind
+# becomes this runner's child when the command exits and its exit code can be read; prints, as
+# JSON, the command's exit code and output and the exit code of every process left behind, by pid.
+ADOPTING_RUNNER = r"""
+import ctypes, json, os, subprocess, sys
+PR_SET_CHILD_SUBREAPER = 36
+assert ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+p = subprocess.run(sys.argv[1:], capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+left = {}
+while True:
+    try:
+        pid, status = os.wait()
+    except ChildProcessError:
+        break
+    left[pid] = os.waitstatus_to_exitcode(status)
+print(json.dumps({"rc": p.returncode, "out": p.stdout.decode(errors="replace"),
+                  "err": p.stderr.decode(errors="replace"), "left": left}))
+"""
+
+
+@pytest.mark.parametrize("args", [[], ["--spin-us", "0"]], ids=["spinning", "libfuse"])
+def test_a_refused_init_fails_the_background_mount(binary, fake_factory, background_mounts, tmp_path, args):
+    """The daemon reports ready only once the kernel's INIT was answered: when libfuse refuses it,
+    the command fails with one clear line, libfuse's reason above it and exit code 1, instead of
+    printing "mounted" and exiting 0 for a mount that is gone a moment later; the daemon itself
+    exits non-zero too, and nothing stays mounted."""
+    fake = small_fake(fake_factory)
+    mnt = tmp_path / "bg"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    log = tmp_path / "bg.log"
+    r = run(sys.executable, "-c", ADOPTING_RUNNER, binary, "mount", mnt, "--log-file", log, *args,
+            env=env_for(fake, extra=REFUSE_INIT), timeout=90)
+    assert r.returncode == 0, r
+    result = json.loads(r.stdout)
+    text = log.read_text(errors="replace")
+    assert result["rc"] == 1, (result, text)
+    assert "mounted" not in result["out"], result
+    message = result["err"].strip().splitlines()[-1]
+    assert message.startswith("dropboxfs: ") and "INIT" in message, result["err"]
+    assert "maximum read size" in result["err"], "libfuse's reason is shown above the message"
+    daemon = int(re.search(r"; pid (\d+)", text).group(1))
+    assert result["left"].get(str(daemon), 0) != 0, (result["left"], daemon, text)
+    assert not is_mounted(mnt)
+    assert pids_of_daemon(mnt) == []
+    assert "dropboxfs[info]: mounted " not in text, text
+
+
+@pytest.mark.parametrize("args", [[], ["--spin-us", "0"]], ids=["spinning", "libfuse"])
+def test_a_refused_init_fails_the_foreground_daemon(binary, fake_factory, tmp_path, args):
+    """In the foreground the same refusal ends the daemon with exit code 1 and the reason, never
+    with a "mounted" line and exit code 0."""
+    fake = small_fake(fake_factory)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = run(binary, "mount", mnt, "--foreground", *args, env=env_for(fake, extra=REFUSE_INIT), timeout=60)
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 1, (r.returncode, err)
+    assert "INIT" in err.strip().splitlines()[-1], err
+    assert "dropboxfs[info]: mounted " not in err, err
+    assert not is_mounted(mnt)
 
 
 def test_background_mode_default_log_file(binary, fake_factory, background_mounts, tmp_path):

@@ -118,6 +118,29 @@ def test_ready_and_stopping_reach_the_notify_socket(binary, fake, tmp_path, kind
         notify.close()
 
 
+def test_a_refused_init_never_says_ready(binary, fake, tmp_path):
+    """READY=1 waits for the kernel's INIT to be answered: when libfuse refuses it (the test-only
+    hook of docs/TESTING.md "Test-only hooks"), systemd gets no READY=1 and sees the daemon fail
+    (exit code 1, which the units restart after), not a started service with nothing mounted."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    notify = NotifySocket(str(tmp_path / "notify.sock"), mnt)
+    p, log = start_daemon(binary, fake, mnt, tmp_path, str(tmp_path / "notify.sock"),
+                          extra={"DROPBOXFS_TEST_REFUSE_INIT": "1"})
+    try:
+        code = p.wait(timeout=60)
+        while notify.poll() is not None:
+            pass
+        text = (tmp_path / "daemon.log").read_text()
+        assert code == 1, (code, text)
+        assert not [m for m, _ in notify.messages if "READY=1" in m.splitlines()], notify.messages
+        assert not is_mounted(mnt)
+    finally:
+        stop(p, mnt)
+        log.close()
+        notify.close()
+
+
 def test_a_bad_notify_socket_does_not_stop_the_mount(binary, fake, tmp_path):
     """A NOTIFY_SOCKET nobody listens on (or that is no address at all) costs one warning."""
     for variable in (str(tmp_path / "nobody-listens.sock"), "not-an-address"):
