@@ -31,6 +31,7 @@ enum MountCommand {
                 Log.info("\(BuildInfo.summary); pid \(getpid())")
             }
             for item in expansion.ignored { Log.debug("mount option \(item) is not for dropboxfs: ignored") }
+            if expansion.asksReadWrite { Log.warning(MountOptionList.readWriteWarning) }
             let configuration = try MountConfiguration(
                 parsed, fuseOptions: expansion.fuse, environment: ProcessInfo.processInfo.environment)
             if Daemon.isChild { Log.rotate(path: try configuration.logFilePath(), limit: MountConfiguration.logFileLimit) }

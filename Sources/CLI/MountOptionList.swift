@@ -6,8 +6,10 @@
 //     ro,nodev,nosuid whatever fstab says;
 //   - a FUSE option passed on as given (allow_root, fsname=, max_read=, noexec: what libfuse and
 //     fusermount3 accept).
-// `rw` is refused, and anything else is a usage error, so a mistake in an fstab line is reported
-// before anything is sent, never by libfuse after the checks.
+// `rw` is accepted with one warning, and the mount is read-only all the same (as the kernel mounts
+// read-only media asked for rw): mount(8) adds rw to every fstab line that does not say ro, so
+// refusing it failed plain fstab lines. Anything else is a usage error, so a mistake in an fstab
+// line is reported before anything is sent, never by libfuse after the checks.
 
 import DropboxAPI
 import Foundation
@@ -34,7 +36,15 @@ enum MountOptionList {
         var fuse: [String] = []
         /// Items accepted and ignored (logged at debug level).
         var ignored: [String] = []
+        /// `rw` was given: ignored too, but with a warning (`readWriteWarning`), since it asks for
+        /// what the mount will not do.
+        var asksReadWrite = false
     }
+
+    /// The one line `rw` costs, on stderr (and so in the log of a daemon).
+    static let readWriteWarning =
+        "mount option rw ignored: the mount is read-only whatever rw asks (dropboxfs only reads; mount(8) adds rw "
+        + "to an fstab line without ro)"
 
     static func expand(_ lists: [String], command: CommandSpec = Options.mount) throws(UsageError) -> Expansion {
         var result = Expansion()
@@ -43,8 +53,8 @@ enum MountOptionList {
                 let key = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? item
                 let value = item.contains("=") ? String(item[item.index(after: item.firstIndex(of: "=")!)...]) : nil
                 if item == "rw" {
-                    throw UsageError(
-                        description: "dropboxfs is read-only: -o rw is not supported (use ro; mount(8) adds rw to an fstab line that does not say ro)")
+                    result.asksReadWrite = true
+                    continue
                 }
                 if ignored.contains(item) || ignoredPrefixes.contains(where: { item.hasPrefix($0) }) {
                     result.ignored.append(item)

@@ -87,7 +87,8 @@ enum Options {
                 name: "o", short: "o", value: "OPTIONS",
                 help: "comma-separated options as in fstab: any long option below as NAME or NAME=VALUE (with _ for -, "
                     + "e.g. cache_size=4G,allow_other); fstab's own options (noauto, nofail, _netdev, user, users, "
-                    + "x-systemd.*, dev, suid, exec, ...) are accepted and ignored; rw is refused"),
+                    + "x-systemd.*, dev, suid, exec, ...) are accepted and ignored; rw is accepted with a warning, "
+                    + "the mount being read-only whatever it asks"),
             OptionSpec(
                 name: "allow-other",
                 help: "let other users see the mount (needs user_allow_other in /etc/fuse.conf when not root)",

@@ -185,7 +185,6 @@ def test_server_not_speaking_http(binary, empty_dir):
     (["--thumbnail-sizes", "huge"], "--thumbnail-sizes"),
     (["--thumbnail-sizes", "normal,"], "--thumbnail-sizes"),
     (["-o", "thumbnail-sizes=x-large"], "--thumbnail-sizes"),
-    (["-o", "rw"], "read-only"),
     (["--log-file"], "--log-file"),
     (["--foreground=yes"], "--foreground"),
     (["second-mount-point"], "one mount point"),

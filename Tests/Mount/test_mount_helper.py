@@ -3,13 +3,14 @@ runs `/sbin/mount.fuse SOURCE MOUNTPOINT -o OPTIONS -t fuse.dropboxfs` (mount.fu
 which runs `dropboxfs SOURCE MOUNTPOINT -o OPTIONS` found on PATH, with the options it does not
 handle itself. These tests give /sbin/mount.fuse3 that same argv, with a PATH whose `dropboxfs` is
 the built binary, against the fake: SOURCE names the profile, fstab's own options are ignored,
-dropboxfs's long options work as -o items, and rw or a typo fails before anything is sent."""
+dropboxfs's long options work as -o items, rw (which mount(8) adds to a line without ro) mounts
+read-only with a warning, and a typo fails before anything is sent."""
 
 import os
 
 import pytest
 
-from helpers import env_for, is_mounted, pids_of_daemon, process_gone, run, unmount, wait_until
+from helpers import c_locale, env_for, is_mounted, mount_info, pids_of_daemon, process_gone, run, unmount, wait_until
 from test_profiles import profile_env, sign_in_with_args
 from test_auth import Home
 
@@ -94,9 +95,31 @@ def test_fstab_line_naming_a_profile(binary, fake, path_with_dropboxfs, tmp_path
     assert (home.root / "state" / "dropboxfs" / "dropboxfs-work.log").exists()
 
 
+def test_fstab_line_without_ro_mounts_read_only(fake, path_with_dropboxfs, tmp_path, background_mounts):
+    """A plain fstab line (no ro): mount(8) adds rw to its options. The mount works, read-only all
+    the same (ro in the mount table, EROFS on writes), with one warning on the terminal and in the
+    log."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    background_mounts.append(mnt)
+    env = env_for(fake, extra={"PATH": path_with_dropboxfs, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                               "XDG_STATE_HOME": str(tmp_path / "state")})
+    r = helper("dropboxfs", mnt, "rw,noauto,nofail,_netdev,user,users,x-systemd.automount", env)
+    assert r.returncode == 0, r
+    warning = "mount option rw ignored: the mount is read-only whatever rw asks"
+    assert len([line for line in r.stderr.decode().splitlines() if warning in line]) == 1, r.stderr
+    assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
+    fstype, options, _ = mount_info(mnt)
+    assert fstype == "fuse.dropboxfs" and "ro" in options and "rw" not in options, options
+    for command in (["touch", mnt / "hello.txt"], ["mkdir", mnt / "new"], ["rm", mnt / "hello.txt"]):
+        w = run(*command, env=c_locale())
+        assert w.returncode != 0 and b"Read-only file system" in w.stderr, (command, w)
+    unmount_and_wait(mnt)
+    log = (tmp_path / "state" / "dropboxfs" / "dropboxfs.log").read_text()
+    assert len([line for line in log.splitlines() if warning in line]) == 1, log
+
+
 @pytest.mark.parametrize("options,fragment", [
-    ("rw", "read-only"),
-    ("defaults,rw,noauto", "read-only"),
     ("ro,cache_sise=1G", "cache_sise"),
     ("ro,attr_timeout=forever", "--attr-timeout"),
 ])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, env_for, is_mounted, run
+from helpers import ROOT, c_locale, env_for, is_mounted, mount_info, run
 
 OPTION = r"(?<![\w-])(--[a-z][a-z-]+|-[a-zA-Z])(?![\w-])"
 
@@ -228,8 +228,6 @@ def fake(fake_factory):
 
 @pytest.mark.parametrize("items,fragment", [
     ("bogus", '"bogus"'),
-    ("rw", "read-only"),
-    ("ro,rw", "read-only"),
     ("cache_size", "needs a value"),
     ("cache_size=lots", "--cache-size"),
     ("allow_other=yes", "takes no value"),
@@ -269,6 +267,46 @@ def test_fstab_options_are_accepted_and_ignored(binary, fake, mount_factory):
     assert "mount option x-systemd.automount is not for dropboxfs: ignored" in text
     mine = [line for line in options.splitlines() if f" {m.path} " in line]
     assert mine and " ro," in mine[0] + "," and "nosuid" in mine[0] and "nodev" in mine[0], mine
+
+
+# What the daemon says once for -o rw (mount(8) adds rw to every fstab line that does not say ro).
+RW_WARNING = "mount option rw ignored: the mount is read-only whatever rw asks"
+
+
+def assert_read_only(path):
+    """The kernel mount is ro (mount table) and a write fails with EROFS."""
+    fstype, options, _ = mount_info(path)
+    assert fstype == "fuse.dropboxfs" and "ro" in options and "rw" not in options, options
+    r = run("touch", f"{path}/hello.txt", env=c_locale())
+    assert r.returncode != 0 and b"Read-only file system" in r.stderr, r
+    r = run("sh", "-c", f"echo x > '{path}/new.txt'", env=c_locale())
+    assert r.returncode != 0 and b"Read-only file system" in r.stderr, r
+
+
+@pytest.mark.parametrize("items", ["rw", "ro,rw", "rw,noauto,user,cache_size=64M"])
+def test_rw_mounts_read_only_with_one_warning(fake, mount_factory, items):
+    """-o rw is accepted, as the kernel mounts read-only media asked for rw: the mount is read-only
+    all the same (ro in the mount table, EROFS on writes), and one warning line says so."""
+    m = mount_factory(fake, "-o", items)
+    assert os.listdir(m.path) == ["hello.txt"]
+    assert_read_only(m.path)
+    warnings = [line for line in m.log_text().splitlines() if RW_WARNING in line]
+    assert len(warnings) == 1 and "[warning]" in warnings[0], m.log_text()
+
+
+def test_rw_in_the_background_warns_on_the_terminal_and_in_the_log(binary, fake, tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    log = tmp_path / "bg.log"
+    r = run(binary, "mount", mnt, "-o", "rw", "--log-file", log, env=env_for(fake), timeout=60)
+    try:
+        err = r.stderr.decode()
+        assert r.returncode == 0, err
+        assert len([line for line in err.splitlines() if RW_WARNING in line]) == 1, err
+        assert len([line for line in log.read_text().splitlines() if RW_WARNING in line]) == 1
+        assert_read_only(mnt)
+    finally:
+        run("fusermount3", "-u", mnt)
 
 
 # ---- item 7: failures reported before mounting, and with their real reason ---------------------------
