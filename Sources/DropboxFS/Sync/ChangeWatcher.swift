@@ -78,7 +78,13 @@ extension SyncEngine {
                     continue
                 }
                 let poll = try await syncClient.listFolderLongpoll(cursor: current, timeoutSeconds: options.longpollTimeout)
-                if poll.changes { cursor = try await applyChanges(since: current) }
+                if poll.changes {
+                    cursor = try await applyChanges(since: current)
+                } else {
+                    // Nothing changed up to now: the stored tree is as of now (its `synced_at`,
+                    // which an offline mount shows as `stored_as_of` and picks its tree by).
+                    tree.state.withLock { t in tree.persist(in: &t, cursor: .set(current)) }
+                }
                 failures = 0
                 if let backoff = poll.backoff { await pause(seconds: Double(backoff)) }
             } catch .cursorReset {

@@ -137,6 +137,30 @@ extension CoreTests {
             #expect(differences(core: try await walk(fs2), expected: try await reference(fake)) == [])
         }
 
+        /// A quiet account: longpolls that find no change still confirm the tree as of their time,
+        /// so an offline remount says how old the tree really is (`stored_as_of`).
+        @Test func longpollsWithoutChangesKeepTheStoredTimeCurrent() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            var builder = TreeBuilder(fake, seed: 4, nasty: false)
+            builder.add(entries: 20)
+            let store = try Self.open(folder)
+            let fs = Self.mount(fake, store: store, stored: nil)
+            fs.startSync()
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            let filledAt = Int64(time(nil))
+            // Longpolls of 30 "seconds" of 5 ms each: about 15 quiet ones.
+            try await Task.sleep(for: .milliseconds(2500))
+            fs.stop()
+            store.close()
+            let again = try Self.open(folder)
+            defer { again.close() }
+            let stored = try #require(again.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            #expect(stored.syncedAt >= filledAt + 2, "synced_at \(stored.syncedAt), filled at \(filledAt)")
+        }
+
         @Test func aStoredTreeListedLongAgoIsListedAgainAfterItsCatchUp() async throws {
             let folder = Self.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
