@@ -160,7 +160,7 @@ private let M = 1 << 20
 
         let busy = ReaderFixture(options: options, fake: fake)
         let cache = try #require(busy.fs.reader.diskCache)
-        cache.openEntry.withLock { $0 = { path in .failure(CacheIOError(operation: "open \(path)", code: code)) } }
+        cache.openEntry.withLock { $0.call = { path in .failure(CacheIOError(operation: "open \(path)", code: code)) } }
         let opened = try await busy.open("/kept.bin")
         #expect(try isSameFile(entry, as: written), "the entry was deleted at open")
         busy.fs.releaseFile(handle: opened.handle)
@@ -172,6 +172,21 @@ private let M = 1 << 20
         let later = ReaderFixture(options: options, fake: fake)
         #expect(try await later.readAll("/kept.bin") == fake.contents(of: "/kept.bin"))
         #expect(later.recorder.ranges.isEmpty)
+    }
+
+    /// An entry opened again and again over a long uptime: the open goes through a replaceable
+    /// function, which, held bare in a Mutex, grew two thunks per open until the stack overflowed
+    /// (Support/StoredClosure.swift).
+    @Test func anEntryOpenedAHundredThousandTimesStillOpens() throws {
+        let folder = try TemporaryFolder()
+        let key = String(repeating: "c", count: 64)
+        try folder.write(key, [1, 2, 3])
+        let cache = try #require(DiskCache.open(DiskCacheOptions(directory: folder.path, capacity: UInt64(M))))
+        var hits = 0
+        for _ in 0..<100_000 {
+            if case .hit = cache.entry(key: key, size: 3) { hits += 1 }
+        }
+        #expect(hits == 100_000)
     }
 
     /// What does show an entry is bad drops it: a file gone from the folder, or one of another

@@ -123,7 +123,7 @@ private let M = 1 << 20
         let hold = CoreTests.Locked(true)
         let pauses = CoreTests.Locked(0)
         fixture.fs.reader.diskCheckPause.withLock {
-            $0 = {
+            $0.call = {
                 pauses.value += 1
                 while hold.value { try? await Task.sleep(for: .milliseconds(5)) }
             }

@@ -54,8 +54,9 @@ final class DiskCache: Sendable {
     let capacity: UInt64
     private let state: Mutex<State>
     /// How an entry is opened for reading: CacheFolder.openForReading, which tests replace to make
-    /// the open fail as a busy system does (too many open files, no memory).
-    let openEntry = Mutex<@Sendable (String) -> Result<CacheFile, CacheIOError>>(CacheFolder.openForReading)
+    /// the open fail as a busy system does (too many open files, no memory). Wrapped: a bare closure
+    /// in a Mutex grows a thunk at every read (StoredClosure.swift).
+    let openEntry = Mutex(StoredClosure<@Sendable (String) -> Result<CacheFile, CacheIOError>>(CacheFolder.openForReading))
 
     private init(directory: String, capacity: UInt64, entries: [String: Entry]) {
         self.directory = directory
@@ -105,7 +106,7 @@ final class DiskCache: Sendable {
     /// checked in this process. Marks it used.
     func entry(key: String, size: UInt64) -> Lookup {
         guard state.withLock({ $0.entries[key] != nil }) else { return .miss }
-        let open = openEntry.withLock { $0 }
+        let open = openEntry.withLock { $0.call }
         let file: CacheFile
         switch open(path(of: key)) {
         case .success(let opened):

@@ -32,8 +32,8 @@ final class FileReader: Sendable {
     let state = Mutex(ReaderState())
     let diskQueue = DispatchQueue(label: "dropboxfs.disk-cache")
     /// Runs between two pieces of a disk entry's check: a yield, which tests replace to hold a
-    /// check in progress.
-    let diskCheckPause = Mutex<@Sendable () async -> Void>({ await Task.yield() })
+    /// check in progress (wrapped: StoredClosure.swift).
+    let diskCheckPause = Mutex(StoredClosure<@Sendable () async -> Void>({ await Task.yield() }))
 
     init(client: any DropboxClient, options: ReaderOptions, invalidations: InvalidationPublisher? = nil) {
         self.client = client
@@ -502,7 +502,7 @@ final class FileReader: Sendable {
     /// counts on this check (`diskCheck === work`).
     private func runDiskCheck(_ check: DiskCheck, as work: SharedWork<Void>) async -> Result<Void, FilesystemError> {
         let name = check.expected.hex
-        let pause = diskCheckPause.withLock { $0 }
+        let pause = diskCheckPause.withLock { $0.call }
         // nil: cancelled, and the entry stays unchecked for the next read.
         let sound: Bool?
         switch await ContentVerifier.check(check.file, size: check.size, expected: check.expected, chunk: options.partSize, pause: pause) {

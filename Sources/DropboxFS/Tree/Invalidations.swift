@@ -29,8 +29,8 @@ public enum Invalidation: Sendable, Equatable {
 }
 
 final class InvalidationPublisher: Sendable {
-    /// Guards the sink, which the FUSE layer installs once mounted.
-    private let sink = Mutex<(@Sendable ([Invalidation]) -> Void)?>(nil)
+    /// Guards the sink, which the FUSE layer installs once mounted (wrapped: StoredClosure.swift).
+    private let sink = Mutex(StoredClosure<(@Sendable ([Invalidation]) -> Void)?>(nil))
     private let queue = DispatchQueue(label: "dropboxfs.invalidations")
     /// The drops of cached listings a lookup waits for (see the file comment).
     private let dropQueue = DispatchQueue(label: "dropboxfs.invalidations.drops")
@@ -42,14 +42,14 @@ final class InvalidationPublisher: Sendable {
     }
 
     func setSink(_ newSink: (@Sendable ([Invalidation]) -> Void)?) {
-        sink.withLock { $0 = newSink }
+        sink.withLock { $0.call = newSink }
     }
 
     /// Drops the kernel's cached listings of these folders (inode invalidations) on a queue of
     /// their own, and returns once that is done or after `seconds` (at once for 0), whichever
     /// comes first.
     func dropListings(_ folders: [UInt64], waitingAtMost seconds: Double) async {
-        guard !folders.isEmpty, let deliver = sink.withLock({ $0 }) else { return }
+        guard !folders.isEmpty, let deliver = sink.withLock({ $0.call }) else { return }
         let batch = folders.map { Invalidation.inode($0) }
         guard seconds > 0 else {
             dropQueue.async { deliver(batch) }
@@ -67,7 +67,7 @@ final class InvalidationPublisher: Sendable {
     }
 
     func publish(_ invalidations: [Invalidation]) {
-        guard !invalidations.isEmpty, let deliver = sink.withLock({ $0 }) else { return }
+        guard !invalidations.isEmpty, let deliver = sink.withLock({ $0.call }) else { return }
         var seen = Set<InvalidationKey>()
         let unique = invalidations.filter { seen.insert(InvalidationKey($0)).inserted }
         queue.async { deliver(unique) }
