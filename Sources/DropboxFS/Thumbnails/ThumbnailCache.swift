@@ -22,9 +22,12 @@ struct ThumbnailCache: Sendable {
     /// thumbnails of 128 or 256 pixels are tens of kilobytes.
     static let readLimit = 4 << 20
 
-    /// Whether `fileName` holds a thumbnail of `uri` for the file's current `mtime`: a well-formed
-    /// PNG whose Thumb::URI and Thumb::MTime match (the checks file managers make).
-    func isCurrent(_ fileName: String, uri: String, mtime: Int64) -> Bool {
+    /// Whether `fileName` holds a thumbnail of `uri` for the file's current `mtime` and `size`: a
+    /// well-formed PNG whose Thumb::URI and Thumb::MTime match, and whose Thumb::Size, when it has
+    /// one, does too (the checks file managers make: GLib rejects a thumbnail whose Thumb::Size
+    /// is not the file's size, so a new revision of another size under the same mtime needs a new
+    /// one).
+    func isCurrent(_ fileName: String, uri: String, mtime: Int64, size: UInt64) -> Bool {
         let fd = open(folder + "/" + fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -49,6 +52,7 @@ struct ThumbnailCache: Sendable {
         }
         guard !failed, let text = PNGText.text(of: bytes) else { return false }
         return text["Thumb::URI"] == uri && text["Thumb::MTime"] == String(mtime)
+            && text["Thumb::Size"].map { $0 == String(size) } ?? true
     }
 
     /// Writes `bytes` as `fileName`, replacing what was there.

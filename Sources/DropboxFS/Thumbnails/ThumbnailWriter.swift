@@ -311,7 +311,9 @@ final class ThumbnailWriter: Sendable {
         }
         let caches = self.caches
         let pending = await onDisk {
-            candidates.filter { !caches[$0.size]!.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime) }
+            candidates.filter {
+                !caches[$0.size]!.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime, size: $0.source.size)
+            }
         }
         let counts = options.sizes.map { size in "\(pending.count(where: { $0.size == size })) \(size.rawValue)" }
         let folder = Self.folder(of: candidates[0])

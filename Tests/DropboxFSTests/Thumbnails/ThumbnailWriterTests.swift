@@ -201,6 +201,37 @@ extension ThumbnailTests {
             #expect(PNGText.text(of: second)?["Thumb::MTime"] == "1700000002")
         }
 
+        // GLib (and with it PCManFM, Thunar, Nautilus, Nemo, Caja) rejects a thumbnail whose
+        // Thumb::Size is not the file's size. A photo edited with its modification time kept
+        // (`exiftool -P`, `touch -r`, a sync tool keeping times) is a new revision of another size
+        // under the same client_modified: its thumbnail must be written again, or the file
+        // manager finds it wrong and reads the photo.
+        @Test func aNewRevisionWithTheSameMTimeButAnotherSizeGetsANewThumbnail() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 2, in: "/p")
+            let setup = Setup(fake, listingTTL: 0)
+            defer { setup.remove() }
+            try await setup.show("/p")
+            try await setup.settle()
+            #expect(fake.thumbnailBatches.map(\.count) == [2, 2])
+            let before = try #require(setup.cacheFile("/p/IMG_0002.jpg"))
+            #expect(PNGText.text(of: before)?["Thumb::Size"] == "3002")
+
+            fake.modifyFile(
+                "/p/IMG_0002.jpg", contents: [UInt8](repeating: 7, count: 5000),
+                clientModified: DropboxTimestamp(secondsSinceEpoch: 1_700_000_002))
+            try await setup.show("/p")
+            try await setup.settle()
+            let attributes = try await CoreTests.resolve(setup.fs, "/p/IMG_0002.jpg")
+            #expect(attributes.size == 5000 && attributes.mtime == 1_700_000_002)
+            #expect(fake.thumbnailBatches.map(\.count) == [2, 2, 1, 1], "only the edited photo, both sizes")
+            for size in ThumbnailSize.allCases {
+                let after = try #require(setup.cacheFile("/p/IMG_0002.jpg", size))
+                #expect(PNGText.text(of: after)?["Thumb::Size"] == "5000", "\(size)")
+            }
+            #expect(setup.cacheFile("/p/IMG_0002.jpg") != before, "the new revision's picture")
+        }
+
         @Test func theFolderShownLastGoesFirst() async throws {
             let fake = InMemoryDropbox()
             Self.photos(fake, 60, in: "/a")
