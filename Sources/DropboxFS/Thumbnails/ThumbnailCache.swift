@@ -28,7 +28,9 @@ struct ThumbnailCache: Sendable {
     /// is not the file's size, so a new revision of another size under the same mtime needs a new
     /// one).
     func isCurrent(_ fileName: String, uri: String, mtime: Int64, size: UInt64) -> Bool {
-        let fd = open(folder + "/" + fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO found under this name would otherwise wait for a writer, and
+        // every check and write of the mount (one serial queue) behind it; fstat then refuses it.
+        let fd = open(folder + "/" + fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var info = stat()

@@ -232,6 +232,30 @@ extension ThumbnailTests {
             #expect(setup.cacheFile("/p/IMG_0002.jpg") != before, "the new revision's picture")
         }
 
+        // Something not a regular file at a cache file's name (a FIFO) must not block the disk
+        // queue: opening a FIFO to read waits for a writer, and every later check and write of
+        // this mount would wait behind it.
+        @Test func aFIFOAtACacheFileNameDoesNotStopTheWriter() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 2, in: "/p")
+            let setup = Setup(fake, listingWait: 1, sizes: [.normal])
+            defer { setup.remove() }
+            try FileManager.default.createDirectory(atPath: setup.normal, withIntermediateDirectories: true)
+            let fifo = setup.normal + "/"
+                + ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(Self.mountpoint + "/p/IMG_0001.jpg"))
+            #expect(mkfifo(fifo, 0o600) == 0)
+            defer {
+                // Lets a reader blocked on the FIFO go (it reads nothing).
+                let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+                if writer >= 0 { close(writer) }
+            }
+            try await setup.show("/p")
+            try await CoreTests.waitUntil("the writer is idle", timeout: .seconds(10)) { setup.fs.thumbnails?.isIdle ?? true }
+            #expect(setup.cacheFiles.count == 2)
+            let written = try #require(setup.cacheFile("/p/IMG_0001.jpg"))
+            #expect(PNGText.text(of: written)?["Thumb::MTime"] == "1700000001")
+        }
+
         @Test func theFolderShownLastGoesFirst() async throws {
             let fake = InMemoryDropbox()
             Self.photos(fake, 60, in: "/a")
