@@ -248,9 +248,11 @@ struct MetadataTree {
         nodes[Int(index)].lookups = UInt32(min(sum, UInt64(UInt32.max)))
     }
 
-    /// The kernel dropped `count` references; a detached node with none left is released.
+    /// The kernel dropped `count` references; a detached node with none left is released. A
+    /// forget of a node the kernel holds none of (released already, or never looked up: a kernel
+    /// forgetting more than it looked up) is ignored, so an index goes on the free list only once.
     mutating func forget(_ index: UInt32, count: UInt64) {
-        guard index > Self.rootIndex, Int(index) < nodes.count else { return }
+        guard index > Self.rootIndex, Int(index) < nodes.count, nodes[Int(index)].lookups > 0 else { return }
         let current = UInt64(nodes[Int(index)].lookups)
         nodes[Int(index)].lookups = current > count ? UInt32(current - count) : 0
         if nodes[Int(index)].lookups == 0 && !nodes[Int(index)].attached {

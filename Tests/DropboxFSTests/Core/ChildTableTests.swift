@@ -269,6 +269,31 @@ extension CoreTests {
             #expect(tree.nodes[Int(index)].lookups == 0)
         }
 
+        /// A forget of a node the kernel holds no reference to (released already, or never looked
+        /// up: a kernel forgetting more than it looked up) changes nothing. It used to release the
+        /// node again, putting its index on the free list twice, so that two new entries were
+        /// later given one inode number.
+        @Test func aForgetOfAReleasedNodeFreesItsIndexOnlyOnce() {
+            var tree = MetadataTree(folderTime: 0)
+            var invalidations: [Invalidation] = []
+            func add(_ name: String) -> UInt32 {
+                tree.upsert(
+                    parent: MetadataTree.rootIndex, key: FoldKey(name), name: NodeName(name)!,
+                    metadata: Self.file(name), invalidations: &invalidations)!
+            }
+            let held = add("held")
+            let unheld = add("unheld")
+            tree.addLookup(held)
+            tree.remove(held, invalidations: &invalidations)  // kept: the kernel holds it
+            tree.remove(unheld, invalidations: &invalidations)  // released at once
+            tree.forget(held, count: 2)  // one more than held: released
+            tree.forget(held, count: 1)
+            tree.forget(unheld, count: 1)
+            #expect(tree.freeList.sorted() == [held, unheld].sorted())
+            let added = ["a", "b", "c", "d"].map(add)
+            #expect(Set(added).count == added.count, "one inode number for two entries: \(added)")
+        }
+
         @Test func generationsWrapPastZero() {
             var tree = MetadataTree(folderTime: 0)
             tree.nextGeneration = UInt32.max
