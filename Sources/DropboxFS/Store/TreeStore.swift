@@ -11,9 +11,11 @@
 // moment leave the last committed batch.
 //
 // A database of another account, root, server or schema, or a damaged one (its header or any
-// page), is set aside (renamed with a `.bad` suffix) and rebuilt, with one log line. A lock file
-// held for the life of the mount keeps a second mount of the same account out (it runs in memory
-// only). Tokens are never stored here.
+// page), is set aside (renamed with a `.bad` suffix) and rebuilt, with one log line. Damage found
+// while writing leaves the new file empty for the next mount to fill (this mount's tree cannot be
+// written into it batch by batch), and the mount goes on in memory. A lock file held for the life
+// of the mount keeps a second mount of the same account out (it runs in memory only). Tokens are
+// never stored here.
 //
 // Threads: every SQLite call runs on `queue` (serial), so batches are written in the order they are
 // submitted, off the tree lock. `state` (a Mutex) guards only whether the store still writes.
@@ -293,13 +295,13 @@ public final class TreeStore: Sendable {
 
     /// Renames a database that cannot be used (with its journal files) out of the way, keeping
     /// only the newest set-aside copy.
-    private static func setAside(path: String, reason: String) {
+    private static func setAside(path: String, reason: String, outcome: String = "rebuilt from Dropbox") {
         let aside = path + ".bad"
         for suffix in ["", "-wal", "-shm"] {
             unlink(aside + suffix)
             rename(path + suffix, aside + suffix)
         }
-        Log.warning("the stored tree \(Log.quoted(path)) is \(reason): set aside as \(Log.quoted(aside)) and rebuilt from Dropbox")
+        Log.warning("the stored tree \(Log.quoted(path)) is \(reason): set aside as \(Log.quoted(aside)) and \(outcome)")
     }
 
     private static func makeFolder(_ folder: String) throws(TreeStoreError) {
@@ -352,9 +354,9 @@ public final class TreeStore: Sendable {
 
     /// Sets the damaged database aside and continues in a new, empty one at the same path, as
     /// `open` does with a file damaged in its header. Runs on `queue`.
-    private func replaceDamaged(reason: String) {
+    private func replaceDamaged(reason: String, outcome: String = "rebuilt from Dropbox") {
         connection.close()
-        Self.setAside(path: path, reason: reason)
+        Self.setAside(path: path, reason: reason, outcome: outcome)
         do {
             let fresh = try Self.openAndCheck(path: path, identity: identity)
             try fresh.meta("email", email)
@@ -478,6 +480,14 @@ public final class TreeStore: Sendable {
                 try? db.execute("ROLLBACK")
                 throw error
             }
+        } catch let error as SQLiteError where error.isDamage {
+            // The file cannot be trusted, and this mount's tree cannot be written into a new one
+            // batch by batch (a new file holds a tree only once a whole listing is written): set
+            // the file aside, leaving an empty one for the next mount to fill, and stop writing.
+            replaceDamaged(
+                reason: "damaged (\(error))",
+                outcome: "rebuilt from Dropbox by the next mount (this one keeps its tree in memory only)")
+            state.withLock { $0.writing = false }
         } catch {
             // Skipping one batch and writing later ones would store a tree Dropbox never had: stop.
             disable("writing the stored tree failed (\(error))")
