@@ -376,13 +376,31 @@ public final class TreeStore: Sendable {
         try connection.database.execute("COMMIT")
     }
 
+    /// How far the highest stored index may run past twice the number of rows. The load makes a
+    /// node for every index below the highest (the unused ones free), so this bounds its memory by
+    /// the rows; a tree whose gaps are wider (most of a big account deleted) is listed afresh, and
+    /// its new rows are dense.
+    static let indexAllowance: Int64 = 65_536
+
     private static func rebuild(_ database: SQLiteDatabase, folderTime: Int64, now: Double) throws -> MetadataTree {
         var tree = MetadataTree(folderTime: folderTime)
         let rows = try database.prepare(
             "SELECT idx, parent, name, key, kind, flags, size, mtime, ctime, id, rev, hash, target FROM entries ORDER BY idx")
         var scan = RestoreScan()
+        var (read, rowCount): (Int64, Int64?) = (0, nil)
         while try rows.step() {
             let index = rows.int64(0)
+            read += 1
+            // Checked before the gap below it is allocated: a damaged or hand-edited row with an
+            // index of billions would make the load allocate billions of empty nodes. The rows
+            // come in index order, so the count is needed only past a wide gap (never when dense).
+            if index > 2 * read + indexAllowance {
+                let count = try rowCount ?? scalar(database, "SELECT count(*) FROM entries")
+                rowCount = count
+                guard index <= 2 * count + indexAllowance else {
+                    throw TreeRestoreError(description: "record \(index) is far beyond the \(count) records")
+                }
+            }
             let parent = rows.int64(1)
             guard let name = rows.text(2), (2...Int64(UInt32.max - 1)).contains(index),
                 (1...Int64(UInt32.max - 1)).contains(parent), let kind = NodeKind(rawValue: UInt8(clamping: rows.int64(4)))

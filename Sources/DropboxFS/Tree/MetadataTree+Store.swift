@@ -52,7 +52,8 @@ extension MetadataTree {
     // MARK: Rebuilding
 
     /// Adds a stored node at `index`; indices must come in increasing order, from 2 (1 is the root).
-    /// Indices skipped become free for reuse. `key` is Dropbox's key when it is not the name.
+    /// Indices skipped become free for reuse, each a node (TreeStore.rebuild bounds the highest
+    /// index by the number of rows first). `key` is Dropbox's key when it is not the name.
     mutating func restore(
         _ node: Node, at index: UInt32, key: String?, oddKey: Bool, symlinkTarget: String?,
         scan: inout RestoreScan

@@ -322,6 +322,38 @@ extension CoreTests {
             #expect(store.loadTree(folderTime: CoreTests.folderTime, now: 0) == nil, "the next mount lists afresh")
         }
 
+        /// A row whose index is far beyond the number of rows (a damaged or hand-edited file)
+        /// would make the load create an empty node for every index below it: at 4,000,000,000,
+        /// hundreds of gigabytes. Such a tree is refused before that gap is allocated, like rows
+        /// that do not form a tree.
+        @Test(arguments: [100_000, 4_000_000_000])
+        func anIndexFarBeyondTheRowsIsRefused(index: Int64) async throws {
+            try await Self.expectRefused(setAside: false) { path in
+                try Self.edit(path, "UPDATE entries SET idx = \(index) WHERE name = 'link'")
+            }
+        }
+
+        /// A wide gap early in the indices (the first entries listed, later deleted) is kept when
+        /// the rows after it are enough to account for it.
+        @Test func aWideGapThatTheRowsAccountForLoads() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = try await Self.storedSmallTree(folder)
+            // 70,000 is past 2 × 5 rows + 65,536, and within 2 × 5,005 rows + 65,536 (75,546).
+            try Self.edit(
+                path,
+                """
+                UPDATE entries SET idx = 70000 WHERE name = 'link';
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+                INSERT INTO entries(idx, parent, name, kind, flags, size, mtime, ctime)
+                    SELECT 70000 + i, 1, 'g' || i, 0, 1, 1, 0, 0 FROM n;
+                """)
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            #expect(stored.entryCount == 5_005)
+        }
+
         /// Stores a small tree, damages it with `damage`, and expects the next opener to refuse it
         /// (setting the file aside, or emptying the store, so that a second load is refused too).
         static func expectRefused(setAside: Bool, damage: (String) throws -> Void) async throws {
