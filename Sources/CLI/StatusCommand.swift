@@ -91,6 +91,24 @@ enum StatusCommand {
         return resolved
     }
 
+    /// The most bytes of an attribute read: the kernel's own limit (XATTR_SIZE_MAX).
+    static let attributeLimit = 65536
+
+    /// An extended attribute's value, nil when it is missing, empty or unreadable. Its size is
+    /// asked first (a server's long error message can make the status line any length); when it
+    /// grew before it was read (ERANGE), it is asked again.
+    static func attribute(_ path: String, _ name: String) -> [UInt8]? {
+        for _ in 0..<8 {
+            let size = dbx_getxattr(path, name, nil, 0)
+            guard size > 0, size <= attributeLimit else { return nil }
+            var buffer = [UInt8](repeating: 0, count: size)
+            let n = dbx_getxattr(path, name, &buffer, buffer.count)
+            if n > 0 { return Array(buffer[0..<n]) }
+            if n == 0 || errno != ERANGE { return nil }
+        }
+        return nil
+    }
+
     /// The value of `key=value` in a status line, nil when absent.
     static func field(_ key: String, in line: String) -> String? {
         line.split(separator: " ").first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
@@ -132,9 +150,7 @@ enum StatusCommand {
         let answer = Mutex<String??>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            var buffer = [CChar](repeating: 0, count: 4096)
-            let n = dbx_getxattr(mountpoint, "user.dropboxfs.status", &buffer, buffer.count - 1)
-            let text = n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+            let text = attribute(mountpoint, "user.dropboxfs.status").map { String(decoding: $0, as: UTF8.self) }
             answer.withLock { $0 = .some(text) }
             done.signal()
         }

@@ -158,3 +158,23 @@ def test_json_is_valid_and_safe_on_a_terminal(binary, fake_factory, mount_factor
     text = r.stdout.decode()
     assert "\u202e" not in text and "\u009b" not in text and "\\u202e" in text, text
     assert [mount["path"] for mount in json.loads(text)["mounts"]] == [str(folder)]
+
+
+def test_a_long_status_attribute_is_shown_whole(binary, fake_factory, mount_factory):
+    """The status attribute has no fixed size: a server's long error message as `last_failure`
+    (here over 6 KiB) is shown, not "(status unavailable)". `status` used to read the attribute
+    into a 4 KiB buffer, and the daemon answered ERANGE."""
+    fake = fake_factory()
+    fake.add_file("/a.txt", b"a\n")
+    summary = "other/" + "x" * 6000
+    # The first request is the mount's own check (AccountCheck); the fill's ones fail.
+    fake.add_fault("files/list_folder/get_latest_cursor", "409json", error_summary=summary, count=0, after=1)
+    m = mount_factory(fake, allowed_log=("other/",))
+    wait_until(lambda: "last_failure=" in os.getxattr(m.path, "user.dropboxfs.status").decode(), timeout=30,
+               message="the fill to fail")
+    r = run(binary, "status", m.path, env=env_for(fake))
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "status unavailable" not in out and summary in out, r
+    r = run(binary, "status", "--json", m.path, env=env_for(fake))
+    mount = json.loads(r.stdout)["mounts"][0]
+    assert mount["answering"] and mount["status"]["last_failure"].endswith(summary), mount

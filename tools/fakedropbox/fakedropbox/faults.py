@@ -16,9 +16,9 @@ KINDS = ("429json", "429text", "500", "503", "reset", "stall", "truncate",
          "malformed_json", "expired_token",
          # hostile servers (absurd or damaged replies; see README "Fault rules")
          "502html", "504html", "flip", "stall_body", "drip", "whole_200", "huge_size",
-         "stuck_cursor")
+         "stuck_cursor", "409json")
 PARAMS = {"retry_after", "stall_seconds", "truncate_at", "close", "flip_at", "drip_bytes",
-          "drip_seconds"}
+          "drip_seconds", "error_summary"}
 
 
 class FaultError(ValueError):
@@ -55,6 +55,8 @@ class Rule:
         for k in ("retry_after", "stall_seconds", "truncate_at", "flip_at", "drip_bytes", "drip_seconds"):
             if k in self.params and not isinstance(self.params[k], (int, float)):
                 raise FaultError("%s must be a number" % k)
+        if "error_summary" in self.params and not isinstance(self.params["error_summary"], str):
+            raise FaultError("error_summary must be a string")
         self.seen = 0
         self.fired = 0
 

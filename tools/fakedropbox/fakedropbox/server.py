@@ -310,6 +310,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                [("Retry-After", str(retry))] if "retry_after" in rule.params else [])
         elif kind == "expired_token":
             reply = auth_error("expired_access_token")
+        elif kind == "409json":
+            reply = error_reply(409, {".tag": "other"}, summary=rule.params.get("error_summary", "other/.."))
         elif kind in ("502html", "504html"):
             status = 502 if kind == "502html" else 504
             reply = Reply(status, [("Content-Type", "text/html; charset=utf-8")],

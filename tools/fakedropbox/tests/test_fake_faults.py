@@ -264,3 +264,11 @@ def test_absurd_retry_after_is_sent_as_is(fd):
     r = fd.rpc("files/list_folder", {"path": ""})
     assert r.status == 429 and r.json()["error"]["retry_after"] == 10_000_000_000
     assert r.headers["retry-after"] == "10000000000"
+
+
+def test_route_error_with_a_given_summary(fd):
+    fd.add_fault("files/list_folder", "409json", error_summary="other/" + "x" * 5000)
+    r = fd.rpc("files/list_folder", {"path": ""})
+    assert r.status == 409
+    assert r.json() == {"error_summary": "other/" + "x" * 5000, "error": {".tag": "other"}}
+    assert fd.rpc("files/list_folder", {"path": ""}).status == 200
