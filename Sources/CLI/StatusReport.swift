@@ -31,10 +31,13 @@ struct MountState {
     /// " (profile work)" or "".
     var profileSuffix: String { profile.map { " (profile \($0))" } ?? "" }
 
-    /// This user's dropboxfs mounts (only those in `only`, when it is not empty).
+    /// This user's dropboxfs mounts (only those in `only`, when it is not empty). Paths are
+    /// compared byte for byte, as the mount table has them: Swift's String == takes two spellings
+    /// of one text (café composed and decomposed) as equal, and they are two folders.
     static func all(only: [String] = []) -> [MountState] {
         let sources = mountSources()
-        return StatusCommand.mountedDropboxfs().filter { only.isEmpty || only.contains($0) }.map { path in
+        let wanted = Set(only.map { Array($0.utf8) })
+        return StatusCommand.mountedDropboxfs().filter { only.isEmpty || wanted.contains(Array($0.utf8)) }.map { path in
             let raw = StatusCommand.readStatus(path)
             let answering = raw.map { !$0.hasPrefix("(not answering") } ?? false
             var fields: [String: String] = [:]
@@ -44,21 +47,22 @@ struct MountState {
                     if pair.count == 2 { fields[pair[0]] = pair[1] }
                 }
             }
-            return MountState(path: path, raw: raw, fields: fields, answering: answering, source: sources[path])
+            return MountState(
+                path: path, raw: raw, fields: fields, answering: answering, source: sources[Array(path.utf8)])
         }
     }
 
-    /// Mount point -> source of every fuse.dropboxfs mount in /proc/self/mountinfo
+    /// Mount point (its bytes) -> source of every fuse.dropboxfs mount in /proc/self/mountinfo
     /// ("... MOUNTPOINT ... - TYPE SOURCE SUPEROPTIONS").
-    static func mountSources() -> [String: String] {
+    static func mountSources() -> [[UInt8]: String] {
         guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [:] }
-        var result: [String: String] = [:]
+        var result: [[UInt8]: String] = [:]
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ")
             guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
                 fields[dash + 1] == "fuse.dropboxfs"
             else { continue }
-            result[MountTable.unescape(String(fields[4]))] = MountTable.unescape(String(fields[dash + 2]))
+            result[Array(MountTable.unescape(String(fields[4])).utf8)] = MountTable.unescape(String(fields[dash + 2]))
         }
         return result
     }

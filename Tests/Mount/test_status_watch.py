@@ -178,3 +178,19 @@ def test_a_long_status_attribute_is_shown_whole(binary, fake_factory, mount_fact
     r = run(binary, "status", "--json", m.path, env=env_for(fake))
     mount = json.loads(r.stdout)["mounts"][0]
     assert mount["answering"] and mount["status"]["last_failure"].endswith(summary), mount
+
+
+def test_status_of_a_mount_compares_paths_as_bytes(binary, fake_factory, mount_factory, tmp_path):
+    """Linux paths are bytes: with mounts on ".../caf\u00e9" (composed) and ".../cafe\u0301"
+    (decomposed, another folder), `status` of one shows that one only. Swift's String == takes the
+    two spellings as equal, so status used to show both."""
+    fake = fake_factory()
+    nfc, nfd = tmp_path / "caf\u00e9", tmp_path / "cafe\u0301"
+    nfc.mkdir()
+    nfd.mkdir()
+    mounts = [mount_factory(fake, mountpoint=nfc), mount_factory(fake, mountpoint=nfd)]
+    for m in mounts:
+        r = run(binary, "status", "--json", m.path, env=env_for(fake))
+        assert r.returncode == 0, r
+        shown = [os.fsencode(mount["path"]) for mount in json.loads(r.stdout)["mounts"]]
+        assert shown == [os.fsencode(m.path)], shown
