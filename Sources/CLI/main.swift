@@ -20,6 +20,12 @@ func run(_ arguments: [String]) -> ExitCode {
         printOut(Help.main)
         return .usage
     }
+    if let invalid = RawArguments.firstInvalid() {
+        printError(
+            "argument '\(invalid)' is not valid UTF-8: dropboxfs takes paths and names in UTF-8 "
+                + "(rename the folder, e.g. with convmv, or choose another)")
+        return .usage
+    }
     do {
         switch command {
         case "-h", "--help", "help":

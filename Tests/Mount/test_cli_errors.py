@@ -350,3 +350,18 @@ def test_a_token_given_by_mistake_is_not_echoed(binary, fake, empty_dir):
     for rc, out, err in (result, result2):
         assert token not in out + err
     assert fake.stats()["total"] == 0
+
+
+def test_a_mount_point_that_is_not_utf8_is_named_as_such(binary, fake, tmp_path):
+    """Linux paths are bytes: a Latin-1 folder name reaches dropboxfs as bytes that are not UTF-8.
+    Until such paths are carried as bytes through the mount, the argument is refused with that
+    reason, its bytes escaped, instead of "does not exist" for another (repaired) path."""
+    folder = os.fsencode(tmp_path) + b"/caf\xe9"
+    os.mkdir(folder)
+    r = subprocess.run([str(binary), "mount", folder, "--foreground"], env=env_for(fake),
+                       capture_output=True, timeout=30)
+    assert b"\xe9" not in r.stderr, r.stderr
+    result = (r.returncode, r.stdout.decode(), r.stderr.decode())
+    assert_fails(result, 2, "caf\\xe9", "not valid UTF-8")
+    assert "does not exist" not in result[2]
+    assert os.listdir(folder) == []
