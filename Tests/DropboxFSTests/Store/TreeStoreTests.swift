@@ -151,14 +151,18 @@ extension CoreTests {
             fs.startSync()
             #expect(await fs.waitUntilCaughtUp(seconds: 60))
             let filledAt = Int64(time(nil))
-            // Longpolls of 30 "seconds" of 5 ms each: about 15 quiet ones.
-            try await Task.sleep(for: .milliseconds(2500))
+            // Longpolls of 30 "seconds" of 5 ms each. Once the clock is 3 s past the fill, the
+            // second longpoll to start after that shows the one before it started, returned and
+            // stored the time after it: no fixed sleep that a loaded machine could outlast.
+            try await CoreTests.waitUntil("3 s past the fill") { Int64(time(nil)) >= filledAt + 3 }
+            let polls = fake.callCount(.listFolderLongpoll)
+            try await CoreTests.waitUntil("a longpoll after that") { fake.callCount(.listFolderLongpoll) > polls + 1 }
             fs.stop()
             store.close()
             let again = try Self.open(folder)
             defer { again.close() }
             let stored = try #require(again.loadTree(folderTime: CoreTests.folderTime, now: 0))
-            #expect(stored.syncedAt >= filledAt + 2, "synced_at \(stored.syncedAt), filled at \(filledAt)")
+            #expect(stored.syncedAt >= filledAt + 3, "synced_at \(stored.syncedAt), filled at \(filledAt)")
         }
 
         @Test func aStoredTreeListedLongAgoIsListedAgainAfterItsCatchUp() async throws {
