@@ -182,7 +182,8 @@ enum Options {
                 mountOption: true),
             OptionSpec(
                 name: "read-buffer-memory", value: "SIZE",
-                help: "cap of the memory used for read-ahead buffers (default 256M)", mountOption: true),
+                help: "cap of the memory used for read-ahead buffers and exported documents (default 256M)",
+                mountOption: true),
             OptionSpec(
                 name: "timeouts", value: "SPEC",
                 help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s: connect, rpc, download, stall and "

@@ -57,8 +57,9 @@ extension Filesystem {
 }
 
 extension Filesystem {
-    /// Opens an export-only document: exports it now and returns a handle on the exported bytes.
-    /// The adapter calls this (from a task) when `openFile` answers `.notDownloadable`.
+    /// Opens an export-only document: a handle on its export at the revision the tree holds,
+    /// shared with the other handles on it, or exported now (Reader/Exports.swift). The adapter
+    /// calls this (from a task) when `openFile` answers `.notDownloadable`.
     public func openExport(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
         let index = try Self.index(inode)
         let (path, rev, source) = try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> (String, String, String) in
@@ -68,21 +69,24 @@ extension Filesystem {
             let path = s.tree.path(of: index)
             return (path, node.rev, node.id.isEmpty ? path : node.id)
         }
-        let exported: ExportResult
-        do {
-            exported = try await client.export(path: source)
-        } catch {
-            let failure = FilesystemError(error)
-            if failure != .interrupted { reader.warnNotExported(inode: inode, path: path, because: error) }
-            throw failure
+        let client = self.client
+        let reader = self.reader
+        let handle = try await exports.open(ExportedDocuments.Key(source: source, rev: rev)) { () async throws(FilesystemError) -> [UInt8] in
+            do throws(DropboxError) {
+                return try await client.export(path: source).data
+            } catch {
+                let failure = FilesystemError(error)
+                if failure != .interrupted { reader.warnNotExported(inode: inode, path: path, because: error) }
+                throw failure
+            }
         }
-        let size = UInt64(exported.data.count)
+        let size = exports.size(handle) ?? 0
         var invalidated: [Invalidation] = []
         tree.state.withLock { s in
             guard s.tree.node(index)?.rev == rev else { return }
             if s.tree.noteExportedSize(index, rev: rev, size: size) { invalidated.append(.inode(inode)) }
         }
         invalidations.publish(invalidated)
-        return OpenedFile(handle: exports.open(exported.data), pageCache: .bypass)
+        return OpenedFile(handle: handle, pageCache: .bypass)
     }
 }

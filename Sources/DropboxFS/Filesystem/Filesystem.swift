@@ -35,8 +35,8 @@ public final class Filesystem: Sendable {
     let invalidations: InvalidationPublisher
     /// Open files and their bytes.
     let reader: FileReader
-    /// Open handles on exported documents (Exports.swift).
-    let exports = ExportedDocuments()
+    /// Exported documents and the handles on them (Exports.swift).
+    let exports: ExportedDocuments
     /// Thumbnails for file managers (Thumbnails/); nil when off.
     let thumbnails: ThumbnailWriter?
     /// The last users/get_space_usage answer, for statfs (Filesystem+Statfs.swift).
@@ -63,7 +63,9 @@ public final class Filesystem: Sendable {
             tree: tree, client: gate,
             syncClient: ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false),
             connectivity: connectivity, options: options, invalidations: invalidations, restoring: stored)
-        self.reader = FileReader(client: gate, options: options.reader, invalidations: invalidations)
+        let reader = FileReader(client: gate, options: options.reader, invalidations: invalidations)
+        self.reader = reader
+        self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
     }
 

@@ -124,6 +124,21 @@ final class FileReader: Sendable {
 
     /// How much the reader keeps: open handles, contents it remembers, and notes per inode (page
     /// cache revisions, warnings), for the status line.
+    /// Counts `bytes` held outside the read buffers (an export kept in memory, Exports.swift) in
+    /// the memory cap, dropping buffers to make room. Without `demand` it fails when the room
+    /// cannot be made; with it, it counts the bytes even above the cap.
+    func reserveOutsideBuffers(_ bytes: UInt64, demand: Bool) -> Bool {
+        state.withLock { $0.reserve(bytes, limit: options.memoryLimit, demand: demand) }
+    }
+
+    /// Gives back what `reserveOutsideBuffers` counted.
+    func releaseOutsideBuffers(_ bytes: UInt64) {
+        state.withLock { $0.memoryUsed -= bytes }
+    }
+
+    /// Bytes counted in the memory cap now (buffers and what is held outside them).
+    var memoryUsed: UInt64 { state.withLock { $0.memoryUsed } }
+
     func keptCounts() -> (handles: Int, contents: Int, inodeNotes: Int) {
         state.withLock { ($0.handles.count, $0.contents.count, $0.pageCacheNotes.count + $0.warnedNotDownloadable.count) }
     }

@@ -54,6 +54,10 @@ def add_file(st, obj):
     if obj.get("export_as"):
         extra["export_as"] = str(obj["export_as"])
         extra["export_options"] = list(obj.get("export_options") or [extra["export_as"]])
+        if obj.get("export_size") is not None:
+            if not isinstance(obj["export_size"], int) or obj["export_size"] < 0:
+                raise ControlError(400, "export_size must be a non-negative integer")
+            extra["export_size"] = obj["export_size"]
     if obj.get("client_modified") is not None:
         extra["client_modified"] = int(obj["client_modified"])
     if "content_b64" in obj:

@@ -526,7 +526,21 @@ def download(st, req, arg):
                  throttle=True)
 
 
-def _export_bytes(md, fmt):
+def _export_bytes(md, fmt, size=None):
+    """The export of a document; with ``size`` (the control's export_size), padded with
+    numbered lines to exactly that many bytes (or cut to it)."""
+    data = _export_text(md, fmt)
+    if size is None:
+        return data
+    lines, n = [data], len(data)
+    while n < size:
+        line = b"%012d\n" % n
+        lines.append(line)
+        n += len(line)
+    return b"".join(lines)[:size]
+
+
+def _export_text(md, fmt):
     title = md["name"].rsplit(".", 1)[0]
     if fmt == "markdown":
         text = "# %s\n\nExported by fakedropbox from rev %s.\n" % (title, md["rev"])
@@ -549,7 +563,7 @@ def export(st, req, arg):
     fmt = fmt or extra["export_as"]
     if fmt not in extra.get("export_options", [extra["export_as"]]):
         return route_error({".tag": "invalid_export_format"})
-    data = _export_bytes(md, fmt)
+    data = _export_bytes(md, fmt, extra.get("export_size"))
     ext = {"html": ".html", "markdown": ".md"}.get(fmt, "." + fmt)
     result = {"export_metadata": {"name": md["name"].rsplit(".", 1)[0] + ext,
                                   "size": len(data),
