@@ -100,6 +100,7 @@ enum MountCommand {
                 thumbnails: configuration.thumbnailCacheSize.map {
                     ThumbnailOptions(
                         mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
+                        ledger: configuration.cacheFolder + "/thumbnails.ledger",
                         sizes: configuration.thumbnailSizes)
                 }),
             restoring: stored, connectivity: Connectivity(offline: target.offline))

@@ -178,7 +178,7 @@ enum Options {
                 mountOption: true),
             OptionSpec(
                 name: "thumbnail-cache-size", value: "SIZE",
-                help: "the most bytes of thumbnails one mount writes, every size counted, e.g. 50M (default 200M)",
+                help: "the most bytes of thumbnails kept in the thumbnail cache, every size and mount counted, oldest first out, e.g. 50M (default 200M)",
                 mountOption: true),
             OptionSpec(
                 name: "read-buffer-memory", value: "SIZE",

@@ -74,6 +74,7 @@ enum StatusCommand {
                 }
                 if mount.raw != nil { printOut("             \(mount.summary)") }
                 if let failures = mount.failuresLine { printOut("             \(failures)") }
+                if let disk = diskLine(mount.fields) { printOut("             \(disk)") }
             }
         }
         return result
@@ -112,6 +113,15 @@ enum StatusCommand {
     /// The value of `key=value` in a status line, nil when absent.
     static func field(_ key: String, in line: String) -> String? {
         line.split(separator: " ").first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
+    }
+
+    /// "disk: cached contents 1.0 GiB, thumbnails 12.3 MiB": what the mount keeps on disk, from its
+    /// status line; nil when it keeps neither.
+    static func diskLine(_ fields: [String: String]) -> String? {
+        var parts: [String] = []
+        if let bytes = fields["disk_cache_bytes"].flatMap(UInt64.init) { parts.append("cached contents \(formatBytes(bytes))") }
+        if let bytes = fields["thumbnail_bytes"].flatMap(UInt64.init) { parts.append("thumbnails \(formatBytes(bytes))") }
+        return parts.isEmpty ? nil : "disk: " + parts.joined(separator: ", ")
     }
 
     static func spaceLine(_ usage: SpaceUsage) -> String {

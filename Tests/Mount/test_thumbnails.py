@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import pytest
 
-from helpers import run, stat_paths, wait_for_fill, wait_until
+from helpers import run, stat_paths, sync_status, wait_for_fill, wait_until
 
 PHOTOS = 60
 FOLDER = "Camera Uploads"
@@ -238,3 +238,52 @@ def test_a_stalled_dropbox_holds_a_file_managers_listing_briefly(fake_factory, m
     assert run("ls", os.path.join(m.path, "More")).stdout == b"a.jpg\n"
     assert time.monotonic() - start < 1.5
     assert not (tmp_path / "xdg-cache" / "thumbnails").exists()
+
+
+def test_the_cap_holds_across_mounts_oldest_first(fake_factory, mount_factory, tmp_path):
+    """--thumbnail-cache-size bounds the thumbnails of every mount of the profile together (the
+    ledger in the cache folder): three mounts, one after another, each showing one folder of 20
+    photos in a file manager. With room for one and a half folders, each mount's folder is written
+    whole, the oldest thumbnails make room, and the total never passes the cap; the root's status
+    attribute and `dropboxfs status` show what is kept."""
+    fake = fake_factory()
+    for folder in ("A", "B", "C"):
+        for i in range(1, 21):
+            fake.add_file(f"/{folder}/IMG_{i:04d}.jpg", size=3000 + i, seed=ord(folder) * 100 + i)
+
+    def ours():
+        total, names = 0, set()
+        for size in SIZES:
+            folder = thumbnail_dir(tmp_path, size)
+            for name in (os.listdir(folder) if folder.exists() else []):
+                total += (folder / name).stat().st_size
+                names.add((size, name))
+        return total, names
+
+    def show(m, folder):
+        path = os.path.join(os.path.realpath(m.path), folder)
+        r = run(file_manager(tmp_path), path)
+        assert r.returncode == 0, r.stderr
+        names = {(size, cache_name(os.path.join(path, f"IMG_{i:04d}.jpg"))) for size in SIZES for i in range(1, 21)}
+        wait_until(lambda: names <= ours()[1], timeout=20, message=f"the thumbnails of /{folder}")
+        return names
+
+    m = mount_factory(fake)
+    first = show(m, "A")
+    one_folder, _ = ours()
+    m.unmount()
+    cap = one_folder * 3 // 2
+    shown = {"A": first}
+    for folder in ("B", "C"):
+        m = mount_factory(fake, "--thumbnail-cache-size", str(cap))
+        shown[folder] = show(m, folder)
+        total, names = ours()
+        assert total <= cap, f"after /{folder}: {total} bytes kept, cap {cap}"
+        assert shown[folder] <= names, f"/{folder} is written whole"
+        status = sync_status(m.path)
+        assert int(status["thumbnail_bytes"]) == total, (status.get("thumbnail_bytes"), total)
+        r = run(os.environ["DROPBOXFS_BIN"], "status", m.path, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")})
+        assert b"thumbnails " in r.stdout, r.stdout
+        m.unmount()
+    assert not (shown["A"] & ours()[1]), "the oldest folder's thumbnails made room"
+    assert (tmp_path / "xdg-cache" / "dropboxfs" / "thumbnails.ledger").exists()

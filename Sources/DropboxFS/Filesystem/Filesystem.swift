@@ -115,6 +115,10 @@ public final class Filesystem: Sendable {
         let records = tree.counts.records
         // What a long-running mount keeps (docs/SEMANTICS.md): these must come back to a plateau.
         let kept = reader.keptCounts()
+        var disk = ""
+        if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes)" }
+        if let thumbnails { disk += " thumbnail_bytes=\(thumbnails.bytesKept)" }
         return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
+            + disk
     }
 }

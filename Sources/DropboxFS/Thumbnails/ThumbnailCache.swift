@@ -2,7 +2,8 @@
 // in (`$XDG_CACHE_HOME/thumbnails/normal` or `large`, one ThumbnailCache each, created 0700 with
 // any missing parent, as GLib does), whether a cache file there is current for a file, and the
 // atomic write of a new one (a private temporary file in the same folder, mode 0600, renamed over
-// the final name, so a file manager never reads half a PNG). Nothing is written anywhere else.
+// the final name, so a file manager never reads half a PNG), and the removal of one of ours to keep
+// under the cap (ThumbnailLedger.swift). Nothing is written anywhere else.
 // Called on the writer's disk queue only.
 
 import Synchronization
@@ -28,14 +29,29 @@ struct ThumbnailCache: Sendable {
     /// is not the file's size, so a new revision of another size under the same mtime needs a new
     /// one).
     func isCurrent(_ fileName: String, uri: String, mtime: Int64, size: UInt64) -> Bool {
+        guard let text = text(of: fileName) else { return false }
+        return text["Thumb::URI"] == uri && text["Thumb::MTime"] == String(mtime)
+            && text["Thumb::Size"].map { $0 == String(size) } ?? true
+    }
+
+    /// Removes `fileName` if it is a thumbnail dropboxfs wrote (its `Software` chunk says so): one
+    /// a file manager wrote over ours is its own.
+    func removeIfOurs(_ fileName: String) {
+        guard text(of: fileName)?["Software"] == "dropboxfs" else { return }
+        unlink(folder + "/" + fileName)
+    }
+
+    /// The text chunks of the PNG at `fileName`; nil when it is missing, not a regular file, too
+    /// large to be a thumbnail, unreadable or not a well-formed PNG.
+    private func text(of fileName: String) -> [String: String]? {
         // O_NONBLOCK: opening a FIFO found under this name would otherwise wait for a writer, and
         // every check and write of the mount (one serial queue) behind it; fstat then refuses it.
         let fd = open(folder + "/" + fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= Self.readLimit else {
-            return false
+            return nil
         }
         let count = Int(info.st_size)
         var failed = false
@@ -52,9 +68,8 @@ struct ThumbnailCache: Sendable {
             }
             initialized = done
         }
-        guard !failed, let text = PNGText.text(of: bytes) else { return false }
-        return text["Thumb::URI"] == uri && text["Thumb::MTime"] == String(mtime)
-            && text["Thumb::Size"].map { $0 == String(size) } ?? true
+        guard !failed else { return nil }
+        return PNGText.text(of: bytes)
     }
 
     /// Writes `bytes` as `fileName`, replacing what was there.

@@ -21,8 +21,10 @@
 // first lane to reach it; the other lane waits for that (it never skips ahead to an older folder).
 // Images whose cache file is already current are skipped;
 // a file Dropbox cannot thumbnail is skipped silently (the file manager's own thumbnailer then does
-// what it always did). The bytes this daemon writes are capped (`capacity`); past the cap it writes
-// nothing more, and says so once.
+// what it always did). The thumbnails dropboxfs keeps in the cache are capped (`capacity`), across
+// the mounts of a profile (ThumbnailLedger.swift): past the cap the least recently written go
+// first, never those written for the folder being worked on; a folder whose thumbnails alone
+// exceed the cap gets those that fit, and the file manager makes the rest.
 //
 // Locking: `state` (a Mutex) guards the queue (with each folder's completion signal, fired once
 // its smallest thumbnails are written or it leaves the queue, and what of it is being checked or
@@ -68,8 +70,12 @@ public struct ThumbnailOptions: Sendable, Equatable {
     public var mountpoint: String
     /// The thumbnail cache, `$XDG_CACHE_HOME/thumbnails`; only the folders of `sizes` are written.
     public var folder: String
-    /// The most bytes of thumbnails this mount writes, every size counted.
+    /// The most bytes of thumbnails kept in the cache, every size and every mount of the profile
+    /// counted (the ledger's), least recently written first out.
     public var capacity: UInt64
+    /// The ledger of the thumbnails written, kept across mounts (`CACHE_DIR/thumbnails.ledger`);
+    /// nil counts this mount's only.
+    public var ledger: String?
     /// How long a file manager's listing waits for the folder's thumbnails of the smallest size
     /// (seconds): it looks for them as soon as it has the listing, and reads the images whose
     /// thumbnail is not there yet.
@@ -78,12 +84,13 @@ public struct ThumbnailOptions: Sendable, Equatable {
     public var sizes: [ThumbnailSize]
 
     public init(
-        mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, listingWait: Double = 2,
+        mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, ledger: String? = nil, listingWait: Double = 2,
         sizes: [ThumbnailSize] = ThumbnailSize.allCases
     ) {
         self.mountpoint = mountpoint
         self.folder = folder
         self.capacity = capacity
+        self.ledger = ledger
         self.listingWait = listingWait
         let chosen = Set(sizes).sorted()
         self.sizes = chosen.isEmpty ? [.normal] : chosen
@@ -119,6 +126,9 @@ final class ThumbnailWriter: Sendable {
         /// The folder's image files (from the tree, listing the folder when needed).
         let sources: @Sendable (UInt32) async -> [ThumbnailSource]?
         var pending: [Pending]?
+        /// The ledger's sequence when the folder was checked: thumbnails written from then on are
+        /// this folder's (or a newer one's), and are not removed to make room for it.
+        var ledgerMark: UInt64 = .max
         /// A lane is checking the folder's cache files.
         var checking = false
         /// The sizes whose batch of this folder is in flight.
@@ -136,13 +146,24 @@ final class ThumbnailWriter: Sendable {
         /// The running lanes, for `stop`.
         var lanes: [ThumbnailSize: Task<Void, Never>] = [:]
         var written: UInt64 = 0
-        /// The cap was reached, or writing failed: nothing more is fetched or written.
+        /// Writing failed, or the writer stopped: nothing more is fetched or written.
         var finished = false
+        /// A folder had more thumbnails than the cap holds (said once).
+        var saidFull = false
     }
 
     private enum Step {
         case check(folder: UInt32, job: UInt64)
-        case fetch([Pending], job: UInt64)
+        case fetch([Pending], job: UInt64, ledgerMark: UInt64)
+    }
+
+    /// What a fetched batch came to.
+    private enum Fetched {
+        case written
+        /// The request failed: the rest of the folder is left to the file manager.
+        case failed
+        /// The cap cannot hold more of this folder: its rest is left to the file manager.
+        case full
     }
 
     /// Folders waiting beyond this many are forgotten, the oldest first: the user moved on.
@@ -154,23 +175,33 @@ final class ThumbnailWriter: Sendable {
     private let caches: [ThumbnailSize: ThumbnailCache]
     private let state = Mutex(State())
     private let disk = DispatchQueue(label: "dropboxfs.thumbnails")
+    /// What dropboxfs keeps in the cache, across mounts; used on `disk` only.
+    let ledger: ThumbnailLedger
 
     init(options: ThumbnailOptions, client: any DropboxClient) {
         self.options = options
         self.client = client
         var caches: [ThumbnailSize: ThumbnailCache] = [:]
-        for size in options.sizes { caches[size] = ThumbnailCache(folder: options.folder + "/" + size.rawValue) }
+        for size in ThumbnailSize.allCases { caches[size] = ThumbnailCache(folder: options.folder + "/" + size.rawValue) }
         self.caches = caches
+        let ledger = ThumbnailLedger(path: options.ledger, thumbnails: options.folder)
+        self.ledger = ledger
+        // Read now, off the mount's path (the cache folder may be slow), so status has its total.
+        disk.async { _ = ledger.count }
     }
 
     /// The size a listing waits for: the smallest written.
     private var waitedSize: ThumbnailSize { options.sizes[0] }
 
-    /// False once the cap was reached or writing failed: listings need not be reported any more.
+    /// False once writing failed or the writer stopped: listings need not be reported any more.
     var isActive: Bool { state.withLock { !$0.finished } }
 
-    /// Bytes of thumbnails written so far.
+    /// Bytes of thumbnails this mount wrote.
     var bytesWritten: UInt64 { state.withLock { $0.written } }
+
+    /// Bytes of thumbnails dropboxfs keeps in the cache (every mount of the profile), as far as
+    /// the ledger is read yet.
+    var bytesKept: UInt64 { ledger.loadedTotal }
 
     /// Nothing queued and no lane running (tests wait for it).
     var isIdle: Bool { state.withLock { $0.lanes.isEmpty && $0.queue.isEmpty } }
@@ -229,22 +260,24 @@ final class ThumbnailWriter: Sendable {
             switch step {
             case .check(let folder, let id):
                 let sources = state.withLock { s in s.queue.first(where: { $0.id == id })?.sources }
-                let pending = await check(await sources?(folder) ?? [])
+                let (pending, mark) = await check(await sources?(folder) ?? [])
                 state.withLock { s in
                     guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
                     s.queue[index].pending = pending
+                    s.queue[index].ledgerMark = mark
                     s.queue[index].checking = false
                     // The other lanes stopped at this folder: there may be work for them now.
                     startLanes(&s)
                 }
                 finishIfDone(id)
-            case .fetch(let batch, let id):
-                let fetched = await fetch(batch)
+            case .fetch(let batch, let id, let mark):
+                let fetched = await fetch(batch, ledgerMark: mark)
                 state.withLock { s in
                     guard let index = s.queue.firstIndex(where: { $0.id == id }) else { return }
                     s.queue[index].inFlight.remove(size)
-                    // A failed request leaves the rest of the folder, every size, to the file manager.
-                    if !fetched { s.queue[index].pending = [] }
+                    // A failed request, or a folder the cap cannot hold, leaves the rest of the
+                    // folder, every size, to the file manager.
+                    if fetched != .written { s.queue[index].pending = [] }
                 }
                 finishIfDone(id)
             }
@@ -289,7 +322,7 @@ final class ThumbnailWriter: Sendable {
                         return false
                     }
                     s.queue[index].inFlight.insert(size)
-                    return .fetch(batch, job: s.queue[index].id)
+                    return .fetch(batch, job: s.queue[index].id, ledgerMark: s.queue[index].ledgerMark)
                 }
             }
             s.lanes[size] = nil
@@ -298,33 +331,35 @@ final class ThumbnailWriter: Sendable {
     }
 
     /// The thumbnails whose cache file is missing or not current: every one of the smallest size,
-    /// then every one of the next.
-    private func check(_ sources: [ThumbnailSource]) async -> [Pending] {
+    /// then every one of the next; and the ledger's sequence when they were checked.
+    private func check(_ sources: [ThumbnailSource]) async -> ([Pending], UInt64) {
         let mountpoint = options.mountpoint == "/" ? "" : options.mountpoint
         let images = sources.map { source in
             let uri = ThumbnailNames.fileURI(mountpoint + source.path)
             return (source: source, uri: uri, fileName: ThumbnailNames.cacheFileName(uri: uri))
         }
-        guard !images.isEmpty else { return [] }
+        let ledger = self.ledger
+        guard !images.isEmpty else { return ([], await onDisk { ledger.nextSequence }) }
         let candidates = options.sizes.flatMap { size in
             images.map { Pending(source: $0.source, size: size, uri: $0.uri, fileName: $0.fileName) }
         }
         let caches = self.caches
-        let pending = await onDisk {
-            candidates.filter {
+        let (pending, mark) = await onDisk {
+            let pending = candidates.filter {
                 !caches[$0.size]!.isCurrent($0.fileName, uri: $0.uri, mtime: $0.source.mtime, size: $0.source.size)
             }
+            return (pending, ledger.nextSequence)
         }
         let counts = options.sizes.map { size in "\(pending.count(where: { $0.size == size })) \(size.rawValue)" }
         let folder = Self.folder(of: candidates[0])
         Log.debug("thumbnails: \(counts.joined(separator: " and ")) of the \(images.count) images in \(folder) "
             + "to fetch")
-        return pending
+        return (pending, mark)
     }
 
-    /// Fetches one batch (of one size) and writes what came back; false when the request failed
-    /// (the rest of the folder is then left to the file manager).
-    private func fetch(_ batch: [Pending]) async -> Bool {
+    /// Fetches one batch (of one size) and writes what came back, making room under the cap by
+    /// removing the least recently written thumbnails older than `ledgerMark`.
+    private func fetch(_ batch: [Pending], ledgerMark: UInt64) async -> Fetched {
         let arguments = batch.map {
             ThumbnailArg(path: "rev:" + $0.source.rev, format: .png, size: $0.size.dropboxSize)
         }
@@ -335,7 +370,7 @@ final class ThumbnailWriter: Sendable {
             if !Task.isCancelled {
                 Log.info("thumbnails: Dropbox did not send those of the images in \(Self.folder(of: batch[0])) (\(error)); the file manager makes its own")
             }
-            return false
+            return .failed
         }
         var files: [(Pending, [UInt8])] = []
         for (item, result) in zip(batch, results) {
@@ -354,19 +389,54 @@ final class ThumbnailWriter: Sendable {
                 Log.debug("thumbnails: none for \(Log.quoted(item.source.path)) (\(failure))")
             }
         }
-        guard !files.isEmpty else { return true }
+        guard !files.isEmpty else { return .written }
         let cache = caches[batch[0].size]!
         let written = files
-        await onDisk {
+        let fetched = await onDisk { () -> Fetched in
             for (item, bytes) in written {
-                guard self.reserve(UInt64(bytes.count)) else { return }
+                guard self.isActive else { return .written }
+                guard self.makeRoom(UInt64(bytes.count), for: item, ledgerMark: ledgerMark) else { return .full }
                 if let failure = cache.write(bytes, as: item.fileName) {
                     self.finish(.warning, "thumbnails: cannot write in \(cache.folder) (\(failure)); no more thumbnails are written")
-                    return
+                    return .written
                 }
+                self.ledger.record(Self.ledgerName(item), bytes: UInt64(bytes.count))
+                self.state.withLock { $0.written += UInt64(bytes.count) }
             }
+            return .written
+        }
+        if fetched == .full { sayFull(batch[0]) }
+        return fetched
+    }
+
+    /// "normal/<md5>.png": a thumbnail's name in the ledger.
+    private static func ledgerName(_ item: Pending) -> String { item.size.rawValue + "/" + item.fileName }
+
+    /// On `disk`: removes the least recently written thumbnails (older than `ledgerMark`) until
+    /// `bytes` more fit under the cap; false when they cannot. A file that no longer carries our
+    /// `Software` chunk is not removed (a file manager wrote its own there), only forgotten.
+    private func makeRoom(_ bytes: UInt64, for item: Pending, ledgerMark: UInt64) -> Bool {
+        guard
+            let victims = ledger.room(
+                for: bytes, as: Self.ledgerName(item), capacity: options.capacity, protectedFrom: ledgerMark)
+        else { return false }
+        for victim in victims {
+            let parts = victim.split(separator: "/")
+            if let size = ThumbnailSize(rawValue: String(parts[0])) { caches[size]?.removeIfOurs(String(parts[1])) }
+            ledger.record(victim, bytes: 0)
         }
         return true
+    }
+
+    /// Says once that a folder had more thumbnails than the cap holds.
+    private func sayFull(_ item: Pending) {
+        let first = state.withLock { s -> Bool in
+            defer { s.saidFull = true }
+            return !s.saidFull
+        }
+        guard first else { return }
+        Log.info("thumbnails: \(Self.folder(of: item)) has more thumbnails than --thumbnail-cache-size "
+            + "(\(options.capacity) bytes, every mount counted) holds beside those written for it; the file manager makes the rest")
     }
 
     /// The quoted folder path of an image, for log lines.
@@ -375,20 +445,6 @@ final class ThumbnailWriter: Sendable {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return Log.quoted(path) }
         let folder = String(decoding: path.utf8[..<slash], as: UTF8.self)
         return Log.quoted(folder.isEmpty ? "/" : folder)
-    }
-
-    /// Counts `bytes` as written if they fit under the cap; past it, stops for good.
-    private func reserve(_ bytes: UInt64) -> Bool {
-        let fits = state.withLock { s -> Bool in
-            guard !s.finished else { return false }
-            guard s.written + bytes <= options.capacity else { return false }
-            s.written += bytes
-            return true
-        }
-        if !fits && isActive {
-            finish(.info, "thumbnails: this mount wrote \(bytesWritten) bytes of thumbnails, the most --thumbnail-cache-size allows; no more are written")
-        }
-        return fits
     }
 
     /// Stops fetching and writing, with one log line.

@@ -33,14 +33,16 @@ extension ThumbnailTests {
 
             init(
                 _ fake: InMemoryDropbox, capacity: UInt64 = 200 << 20, listingTTL: Double = .infinity,
-                listingWait: Double = 60, sizes: [ThumbnailSize] = [.normal, .large]
+                listingWait: Double = 60, sizes: [ThumbnailSize] = [.normal, .large], sharing other: Setup? = nil
             ) {
                 self.fake = fake
                 client = FaultInjectingClient(fake)
-                folder = FileManager.default.temporaryDirectory.path + "/thumbs-\(UUID().uuidString)/thumbnails"
+                // A setup that shares another's folder is a later mount of the same profile.
+                folder = other?.folder ?? FileManager.default.temporaryDirectory.path + "/thumbs-\(UUID().uuidString)/thumbnails"
                 var options = CoreTests.options(folderListingTTL: listingTTL)
                 options.thumbnails = ThumbnailOptions(
-                    mountpoint: WriterTests.mountpoint, folder: folder, capacity: capacity, listingWait: listingWait,
+                    mountpoint: WriterTests.mountpoint, folder: folder, capacity: capacity,
+                    ledger: (folder as NSString).deletingLastPathComponent + "/thumbnails.ledger", listingWait: listingWait,
                     sizes: sizes)
                 fs = Filesystem(client: client, options: options)
             }
@@ -297,29 +299,84 @@ extension ThumbnailTests {
             #expect(setup.files(.large).count == 65)
         }
 
-        @Test func theCapStopsWriting() async throws {
+        /// The bytes of the files in the `normal` folder.
+        static func sizes(_ setup: Setup, _ size: ThumbnailSize = .normal) throws -> [String: Int] {
+            var sizes: [String: Int] = [:]
+            for name in setup.files(size) {
+                sizes[name] = try FileManager.default.attributesOfItem(atPath: setup.folder + "/" + size.rawValue + "/" + name)[.size] as? Int ?? 0
+            }
+            return sizes
+        }
+
+        @Test func theCapKeepsTheNewestFolderTheOldestThumbnailsGoFirst() async throws {
             let fake = InMemoryDropbox()
-            Self.photos(fake, 30, in: "/p")
-            Self.photos(fake, 2, in: "/q")
+            Self.photos(fake, 30, in: "/full")
+            Self.photos(fake, 2, in: "/next")
             // The in-memory PNGs plus their text are a few hundred bytes each: room for about ten.
             // (One size, so one batch is in flight; both sizes: theCapCountsBothSizes.)
             let setup = Setup(fake, capacity: 3000, sizes: [.normal])
             defer { setup.remove() }
             LogCapture.start()
-            try await setup.show("/p")
+            try await setup.show("/full")
             try await setup.settle()
-            let written = try setup.cacheFiles.map { name -> Int in
-                try FileManager.default.attributesOfItem(atPath: setup.normal + "/" + name)[.size] as? Int ?? 0
+            let first = try Self.sizes(setup)
+            #expect(!first.isEmpty && first.count < 30)
+            #expect(first.values.reduce(0, +) <= 3000)
+            #expect(fake.callCount(.getThumbnailBatch) == 1, "the folder's rest is not fetched: the cap is full of it")
+            #expect(LogCapture.lines(containing: "--thumbnail-cache-size").filter { $0.contains("/full") }.count == 1)
+            #expect(setup.fs.wantsThumbnails, "later folders still get thumbnails")
+            #expect(setup.fs.thumbnails?.ledger.total == UInt64(first.values.reduce(0, +)))
+            // The next folder makes room by removing the oldest of the first.
+            try await setup.show("/next")
+            try await setup.settle()
+            #expect(fake.callCount(.getThumbnailBatch) == 2)
+            let second = try Self.sizes(setup)
+            #expect(second.values.reduce(0, +) <= 3000)
+            for path in ["/next/IMG_0001.jpg", "/next/IMG_0002.jpg"] { #expect(setup.cacheFile(path) != nil, "\(path)") }
+            #expect(setup.cacheFile("/full/IMG_0001.jpg") == nil, "the oldest went first")
+            let kept = Set(second.keys).intersection(first.keys)
+            #expect(kept.count == second.count - 2, "only the new folder's two are new")
+        }
+
+        @Test func theCapHoldsAcrossMountsAndLeavesOtherThumbnailsAlone() async throws {
+            let fake = InMemoryDropbox()
+            Self.photos(fake, 8, in: "/a")
+            Self.photos(fake, 8, in: "/b")
+            Self.photos(fake, 8, in: "/c")
+            // What one folder takes: the cap holds one and a half of them.
+            let probe = Setup(fake, sizes: [.normal])
+            try await probe.show("/a")
+            try await probe.settle()
+            let cap = try Self.sizes(probe).values.reduce(0, +) * 3 / 2
+            probe.remove()
+            let first = Setup(fake, capacity: UInt64(cap), sizes: [.normal])
+            defer { first.remove() }
+            try await first.show("/a")
+            try await first.settle()
+            let written = try Self.sizes(first)
+            #expect(written.count == 8)
+            let perThumbnail = written.values.max()!
+            // A file manager replaced one of ours with its own: not ours to remove.
+            let theirs = ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(WriterTests.mountpoint + "/a/IMG_0001.jpg"))
+            #expect(FileManager.default.createFile(atPath: first.normal + "/" + theirs, contents: Data(repeating: 1, count: 10)))
+
+            // Two later mounts of the same profile: the cap counts what earlier ones wrote.
+            for folder in ["/b", "/c"] {
+                let later = Setup(fake, capacity: UInt64(cap), sizes: [.normal], sharing: first)
+                try await later.show(folder)
+                try await later.settle()
+                let now = try Self.sizes(later)
+                let ours = now.filter { $0.key != theirs }
+                #expect(ours.values.reduce(0, +) <= cap, "\(folder): \(ours.values.reduce(0, +)) bytes")
+                #expect(ours.count >= cap / perThumbnail - 1)
+                #expect(now[theirs] == 10, "the file manager's own thumbnail stays")
+                #expect(later.fs.thumbnails!.ledger.total <= UInt64(cap))
             }
-            #expect(!written.isEmpty && written.count < 30)
-            #expect(written.reduce(0, +) <= 3000)
-            #expect(fake.callCount(.getThumbnailBatch) == 1, "nothing more is fetched past the cap")
-            #expect(LogCapture.lines(containing: "--thumbnail-cache-size").count == 1)
-            #expect(!setup.fs.wantsThumbnails)
-            // Later folders are not even queued.
-            try await setup.show("/q")
-            try await setup.settle()
-            #expect(fake.callCount(.getThumbnailBatch) == 1)
+            let last = try Self.sizes(first)
+            for i in 1...8 {
+                let name = ThumbnailNames.cacheFileName(uri: ThumbnailNames.fileURI(WriterTests.mountpoint + String(format: "/c/IMG_%04d.jpg", i)))
+                #expect(last[name] != nil, "the newest folder is whole")
+            }
         }
 
         @Test func aFolderWithoutImagesWritesNothing() async throws {
@@ -418,7 +475,7 @@ extension ThumbnailTests {
             let count = setup.cacheFiles.count + setup.files(.large).count
             #expect(count > 10 && count < 20, "\(count)")
             #expect(setup.fs.thumbnails!.bytesWritten <= UInt64(normalBytes + largeBytes / 2))
-            #expect(!setup.fs.wantsThumbnails)
+            #expect(setup.fs.thumbnails!.ledger.total == setup.fs.thumbnails!.bytesWritten)
         }
 
         @Test func oneSizeOnlyWhenAsked() async throws {
