@@ -41,6 +41,8 @@ public final class Filesystem: Sendable {
     let thumbnails: ThumbnailWriter?
     /// The last users/get_space_usage answer, for statfs (Filesystem+Statfs.swift).
     let spaceUsage = Mutex<(value: SpaceUsage, at: Double)?>(nil)
+    /// A background refresh of `spaceUsage` is under way (one at a time).
+    let spaceUsageRefreshing = Atomic<Bool>(false)
 
     /// `restoring`: a tree read back from `options.store`, served at once and caught up from its
     /// cursor. `connectivity`: offline from the start when the mount could not reach Dropbox.

@@ -3,6 +3,7 @@
 
 import DropboxAPI
 import DropboxTestSupport
+import Synchronization
 import Testing
 
 @testable import DropboxFS
@@ -58,7 +59,7 @@ extension CoreTests {
             #expect(oddStats.totalBlocks == 0 && oddStats.freeBlocks == 0 && oddStats.blockSize == 4096)
         }
 
-        @Test func answersAreCachedForTheTTL() async throws {
+        @Test func answersAreCachedForTheTTLThenRefreshedInTheBackground() async throws {
             let fake = InMemoryDropbox(allocation: .individual(allocated: 1 << 30))
             let clock = ManualClock()
             let fs = Filesystem(client: fake, options: options(spaceUsageTTL: 30, clock: clock))
@@ -69,9 +70,33 @@ extension CoreTests {
             #expect(try await fs.statistics() == first)
             #expect(fake.callCount(.getSpaceUsage) == 1)
             clock.advance(by: 2)
-            let second = try await fs.statistics()
+            #expect(try await fs.statistics() == first, "an old answer is given at once")
+            try await CoreTests.waitUntil("the background refresh") { fake.callCount(.getSpaceUsage) == 2 }
+            try await CoreTests.waitUntil("the refreshed answer") {
+                try await fs.statistics().freeBlocks == first.freeBlocks - 256
+            }
             #expect(fake.callCount(.getSpaceUsage) == 2)
-            #expect(second.freeBlocks == first.freeBlocks - 256)
+        }
+
+        @Test func aSlowDropboxNeverHoldsDfOnceAnAnswerIsKnown() async throws {
+            let fake = InMemoryDropbox(allocation: .individual(allocated: 1 << 30))
+            let clock = ManualClock()
+            let fs = Filesystem(client: fake, options: options(spaceUsageTTL: 30, clock: clock))
+            let first = try await fs.statistics()
+            fake.latency = .seconds(3600)
+            clock.advance(by: 60)
+            let answered = Mutex(0)
+            let dfs = Task {
+                for _ in 0..<5 {
+                    _ = try await fs.statistics()
+                    answered.withLock { $0 += 1 }
+                }
+                return try await fs.statistics()
+            }
+            // Each would wait an hour for Dropbox if it asked in the foreground.
+            try await CoreTests.waitUntil("five df answered", timeout: .seconds(20)) { answered.withLock { $0 } == 5 }
+            #expect(try await dfs.value == first)
+            #expect(fake.callCount(.getSpaceUsage) == 2, "one background request, not one per df")
         }
 
         @Test func aFailureFallsBackToTheLastAnswer() async throws {
@@ -89,11 +114,12 @@ extension CoreTests {
             clock.advance(by: 31)
             client.failNext(.getSpaceUsage, with: .serverError(status: 503))
             #expect(try await fs.statistics() == good)
+            try await CoreTests.waitUntil("the failed refresh") { client.callCount(.getSpaceUsage) == 3 && !fs.spaceUsageRefreshing.load(ordering: .acquiring) }
             client.failNext(.getSpaceUsage, with: .authentication(.expiredAccessToken))
             #expect(try await fs.statistics() == good)
-            #expect(client.callCount(.getSpaceUsage) == 4, "a failure is not cached")
+            try await CoreTests.waitUntil("a failure is not cached: asked again") { client.callCount(.getSpaceUsage) == 4 && !fs.spaceUsageRefreshing.load(ordering: .acquiring) }
             #expect(try await fs.statistics() == good)
-            #expect(client.callCount(.getSpaceUsage) == 5)
+            try await CoreTests.waitUntil("asked again") { client.callCount(.getSpaceUsage) == 5 && !fs.spaceUsageRefreshing.load(ordering: .acquiring) }
             #expect(try await fs.statistics() == good)
             #expect(client.callCount(.getSpaceUsage) == 5, "the new answer is cached again")
         }
@@ -108,15 +134,17 @@ extension CoreTests {
             let good = try await fs.statistics()
             client.failNext(.getSpaceUsage, with: .transport(TransportError(kind: .couldNotConnect, message: "refused")))
             #expect(try await fs.statistics() == good)
-            #expect(fs.connectivity.isOffline)
+            try await CoreTests.waitUntil("offline after the refresh failed") { fs.connectivity.isOffline }
             #expect(fs.syncStatus().contains("offline_since="))
+            try await CoreTests.waitUntil("the refresh ended") { !fs.spaceUsageRefreshing.load(ordering: .acquiring) }
             let calls = client.callCount(.getSpaceUsage)
             #expect(try await fs.statistics() == good, "offline: the last answer, without asking")
+            try await CoreTests.waitUntil("the refresh ended") { !fs.spaceUsageRefreshing.load(ordering: .acquiring) }
             #expect(client.callCount(.getSpaceUsage) == calls)
             clock.advance(by: 10)
             #expect(try await fs.statistics() == good, "one request goes through as the probe, and succeeds")
+            try await CoreTests.waitUntil("back online") { !fs.connectivity.isOffline }
             #expect(client.callCount(.getSpaceUsage) == calls + 1)
-            #expect(!fs.connectivity.isOffline)
         }
     }
 
