@@ -13,11 +13,14 @@
 enum MountHelper {
     static let defaultSources: Set<String> = ["dropboxfs", "default"]
 
-    /// `dropboxfs SOURCE MOUNTPOINT ...`: two words that are not options, the first not a command.
+    /// `dropboxfs SOURCE MOUNTPOINT -o OPTIONS`, the shape mount.fuse3 gives a helper (it always
+    /// passes the options, mount(8) adds at least rw or ro) with an absolute mount point (mount(8)
+    /// makes it one), the first word not a command. Two stray words (`dropboxfs mout ~/dropbox`)
+    /// are a mistyped command, never a mount.
     static func looksLikeHelperCall(_ arguments: [String]) -> Bool {
-        guard arguments.count >= 2, let first = arguments.first, !first.hasPrefix("-"), !arguments[1].hasPrefix("-")
+        guard arguments.count == 4, arguments[2] == "-o", !arguments[0].hasPrefix("-"), arguments[1].hasPrefix("/")
         else { return false }
-        return Options.command(named: first) == nil && first != "help"
+        return Options.command(named: arguments[0]) == nil && arguments[0] != "help"
     }
 
     static func mountArguments(_ arguments: [String]) throws(UsageError) -> [String] {

@@ -217,7 +217,14 @@ enum Options {
         description: "Prints the version and commit dropboxfs was built from and the versions of libfuse and libcurl it runs with.",
         options: [help])
 
-    static let commands = [auth, mount, status, version]
+    static let completion = CommandSpec(
+        name: "completion",
+        summaries: [("completion bash|zsh|fish", "the shell completion script (e.g. `source <(dropboxfs completion bash)`)")],
+        usage: ["dropboxfs completion bash|zsh|fish"],
+        description: "Prints the completion script of a shell, for shells where the installed one is not loaded.",
+        options: [help])
+
+    static let commands = [auth, mount, status, version, completion]
 
     /// The options of `dropboxfs` itself (before any command).
     static let global: [OptionSpec] = [

@@ -51,10 +51,20 @@ func run(_ arguments: [String]) -> ExitCode {
             return MountGuard.watch(Array(arguments.dropFirst()))
         case Generators.command:
             return try Generators.run(Array(arguments.dropFirst()))
+        case "completion":
+            let parsed = try Options.completion.parse(Array(arguments.dropFirst()))
+            if parsed.has("help") {
+                printOut(Help.command(Options.completion))
+                return .success
+            }
+            guard parsed.positionals.count == 1, ["bash", "zsh", "fish"].contains(parsed.positionals[0]) else {
+                throw UsageError(description: "completion takes one of: bash, zsh, fish")
+            }
+            return try Generators.run(parsed.positionals)
         case _ where MountHelper.looksLikeHelperCall(arguments):
             return try MountCommand.run(try MountHelper.mountArguments(arguments))
         default:
-            throw CommandFailure(.usage, "unknown command '\(command)' (see dropboxfs --help)")
+            throw CommandFailure(.usage, CommandSuggestion.unknown(command))
         }
     } catch let failure as CommandFailure {
         printError(failure.message)

@@ -365,3 +365,36 @@ def test_a_mount_point_that_is_not_utf8_is_named_as_such(binary, fake, tmp_path)
     assert_fails(result, 2, "caf\\xe9", "not valid UTF-8")
     assert "does not exist" not in result[2]
     assert os.listdir(folder) == []
+
+
+def test_a_mistyped_command_suggests_the_right_one_and_never_mounts(binary, fake, tmp_path):
+    """Two stray words were taken as the fstab helper's form: `dropboxfs mout ~/dropbox` asked to
+    sign in to a profile named "mout", or with a token in the environment, mounted. Now only the
+    helper's own shape (SOURCE MOUNTPOINT -o OPTIONS, an absolute mount point) is a helper call."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    state = tmp_path / "state"
+    env = env_for(fake, extra={"XDG_STATE_HOME": str(state), "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    for typed, near in (("mout", "mount"), ("moutn", "mount"), ("stauts", "status"), ("atuh", "auth"),
+                        ("verison", "version"), ("Mount", "mount")):
+        assert_fails(dropboxfs(binary, typed, str(mnt), env=env), 2, f"unknown command '{typed}'",
+                     f"did you mean '{near}'?")
+        assert not is_mounted(str(mnt))
+    assert_fails(dropboxfs(binary, "xyzzy", str(mnt), env=env), 2, "unknown command 'xyzzy' (see dropboxfs --help)")
+    assert_fails(dropboxfs(binary, "m", env=env), 2, "unknown command 'm' (see")
+    # The helper's shape with a relative mount point is not a helper call either.
+    assert_fails(dropboxfs(binary, "mout", "mnt", "-o", "ro", env=env, ), 2, "did you mean 'mount'?")
+    assert not state.exists() or not any(state.rglob("*.log")), "no log file for a typo"
+    assert not is_mounted(str(mnt))
+
+
+def test_completion_prints_each_shells_script(binary):
+    for shell, marker in (("bash", "complete -F"), ("zsh", "#compdef dropboxfs"), ("fish", "complete -c dropboxfs")):
+        rc, out, err = dropboxfs(binary, "completion", shell)
+        assert rc == 0, err
+        assert marker in out, (shell, out[:200])
+        assert "completion" in out, "the completion command completes too"
+    assert_fails(dropboxfs(binary, "completion", "tcsh"), 2, "completion takes one of: bash, zsh, fish")
+    assert_fails(dropboxfs(binary, "completion"), 2, "completion takes one of")
+    rc, out, _ = dropboxfs(binary, "completion", "--help")
+    assert rc == 0 and "dropboxfs completion bash|zsh|fish" in out
