@@ -36,7 +36,16 @@ enum AuthCommand {
         endpoints = try DropboxEndpoints(
             api: endpoints.api, content: endpoints.content, notify: endpoints.notify, oauth: endpoints.oauth
         ).approved()
-        if parsed.has("sign-out") { return try signOut(profile: profile, endpoints: endpoints) }
+        if parsed.has("purge"), !parsed.has("sign-out") {
+            throw UsageError(description: "--purge goes with --sign-out (dropboxfs auth --sign-out --purge)")
+        }
+        if parsed.has("sign-out") {
+            let result = try signOut(profile: profile, endpoints: endpoints)
+            if parsed.has("purge") {
+                for removed in try Purge.run(profile) { printOut(Purge.line(removed)) }
+            }
+            return result
+        }
 
         let stored = try? CredentialStore.load(profile)
         guard let appKey = parsed.value("app-key") ?? environment["DROPBOXFS_APP_KEY"].flatMap({ $0.isEmpty ? nil : $0 })

@@ -28,9 +28,11 @@ enum Options {
         name: "auth",
         summaries: [
             ("auth --app-key KEY", "sign in (once); stores a refresh token privately"),
-            ("auth --sign-out", "revoke and delete the stored sign-in"),
+            ("auth --sign-out", "revoke and delete the stored sign-in (--purge: and everything stored on disk)"),
         ],
-        usage: ["dropboxfs auth [--app-key KEY] [--profile NAME]", "dropboxfs auth --sign-out [--profile NAME]"],
+        usage: [
+            "dropboxfs auth [--app-key KEY] [--profile NAME]", "dropboxfs auth --sign-out [--purge] [--profile NAME]",
+        ],
         description: """
             Signs in with OAuth 2 and PKCE: prints an address to open in a browser, then reads the code \
             Dropbox shows (from the terminal, or piped on standard input by a script that read the address; \
@@ -46,6 +48,10 @@ enum Options {
                 name: "oauth-url", value: "URL",
                 help: "authorize page base URL (default $DROPBOXFS_OAUTH_URL or https://www.dropbox.com)"),
             OptionSpec(name: "sign-out", help: "revoke the stored sign-in at Dropbox and delete it here"),
+            OptionSpec(
+                name: "purge",
+                help: "with --sign-out: also remove the profile's stored trees, cached contents, the thumbnails "
+                    + "its mounts wrote and its logs, and say what was removed (refused while it is mounted)"),
             profile, verbose, quiet,
             // Refused with an explanation (a code only works in the run that printed its address).
             OptionSpec(name: "code", value: "CODE", help: "", hidden: true),

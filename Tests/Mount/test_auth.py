@@ -18,6 +18,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import threading
@@ -742,6 +743,55 @@ def test_sign_out_revokes_and_deletes(binary, fake_factory, home):
     assert r.returncode == 0, r
     r = cli(binary, home, fake, "status")
     assert r.returncode == 4, r
+
+
+def test_sign_out_purge_removes_what_the_profile_stored(binary, fake_factory, auth_mounts, home, tmp_path):
+    """`auth --sign-out --purge`: the sign-in, the stored trees, the cached contents, the thumbnails
+    the profile's mounts wrote (only those still ours) and its logs go, and each is reported; a
+    file manager's own thumbnail and another profile's cache stay. Refused while mounted."""
+    fake = fake_factory("--sample-account")
+    fake.add_file("/Pictures/cat.jpg", size=4000, seed=3)
+    signed_in(binary, home, fake)
+    m = auth_mounts(home, fake)
+    wait_for_fill(m.path, fake)
+    assert run("cat", os.path.join(m.path, "Documents", "Work", "notes.txt")).returncode == 0
+    manager = tmp_path / "bin" / "pcmanfm"
+    manager.parent.mkdir()
+    shutil.copy2(shutil.which("ls"), manager)
+    assert run(manager, os.path.join(m.path, "Pictures")).returncode == 0
+    normal, large = home.cache / "thumbnails" / "normal", home.cache / "thumbnails" / "large"
+    wait_until(lambda: all(f.exists() and len(os.listdir(f)) == 1 for f in (normal, large)), timeout=20,
+               message="our thumbnails, normal and large")
+    theirs = normal / ("0" * 32 + ".png")
+    theirs.write_bytes(b"a file manager's own thumbnail")
+    cache = home.cache / "dropboxfs"
+    other = cache / "profiles" / "work" / "content"
+    other.mkdir(parents=True)
+    (other / "kept").write_bytes(b"x")
+    logs = home.root / "state" / "dropboxfs"
+    logs.mkdir(parents=True)
+    (logs / "dropboxfs.log").write_text("a log line\n")
+    (logs / "dropboxfs.log.1").write_text("an older one\n")
+    extra = {"XDG_STATE_HOME": str(home.root / "state")}
+
+    r = cli(binary, home, fake, "auth", "--purge", extra=extra)
+    assert r.returncode == 2 and b"--purge goes with --sign-out" in r.stderr, r
+    r = cli(binary, home, fake, "auth", "--sign-out", "--purge", extra=extra)
+    assert r.returncode == 1 and b"unmount it first" in r.stderr, r
+    assert not home.credentials.exists(), "the sign-in goes first"
+    assert any((cache / "trees").iterdir()) and any((cache / "content").iterdir()), "nothing else while mounted"
+    m.unmount()
+
+    r = cli(binary, home, fake, "auth", "--sign-out", "--purge", extra=extra)
+    assert r.returncode == 0, r
+    out = r.stdout.decode()
+    for what in ("stored trees", "cached contents", "thumbnails: 2 files", "logs: 2 files"):
+        assert f"removed {what}" in out, out.splitlines()
+    assert not (cache / "trees").exists() and not (cache / "content").exists()
+    assert not (cache / "thumbnails.ledger").exists()
+    assert os.listdir(normal) == [theirs.name] and os.listdir(large) == [], "only our thumbnails went"
+    assert not (logs / "dropboxfs.log").exists() and not (logs / "dropboxfs.log.1").exists()
+    assert (other / "kept").exists(), "another profile's cache stays"
 
 
 # ---- no token in any output -------------------------------------------------------------------------

@@ -36,9 +36,10 @@ struct ThumbnailCache: Sendable {
 
     /// Removes `fileName` if it is a thumbnail dropboxfs wrote (its `Software` chunk says so): one
     /// a file manager wrote over ours is its own.
-    func removeIfOurs(_ fileName: String) {
-        guard text(of: fileName)?["Software"] == "dropboxfs" else { return }
-        unlink(folder + "/" + fileName)
+    @discardableResult
+    func removeIfOurs(_ fileName: String) -> Bool {
+        guard text(of: fileName)?["Software"] == "dropboxfs" else { return false }
+        return unlink(folder + "/" + fileName) == 0
     }
 
     /// The text chunks of the PNG at `fileName`; nil when it is missing, not a regular file, too

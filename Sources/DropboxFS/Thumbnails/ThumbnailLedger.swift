@@ -26,7 +26,7 @@ final class ThumbnailLedger: Sendable {
         var sequence: UInt64
     }
 
-    private struct State {
+    fileprivate struct State {
         /// "normal/<md5>.png" -> entry.
         var entries: [String: Entry] = [:]
         var total: UInt64 = 0
@@ -41,7 +41,7 @@ final class ThumbnailLedger: Sendable {
     let path: String?
     /// The thumbnail cache folder the names are relative to.
     private let thumbnails: String
-    private let state = Mutex(State())
+    fileprivate let state = Mutex(State())
     private let loaded = Atomic<Bool>(false)
 
     init(path: String?, thumbnails: String) {
@@ -52,7 +52,7 @@ final class ThumbnailLedger: Sendable {
     /// Reads the ledger (once, at its first use, on the disk queue: never while mounting, since
     /// the cache folder may be slow), dropping the names whose file is no longer there (the
     /// desktop cleaned them), and compacts it when worth it.
-    private func load() {
+    fileprivate func load() {
         guard !loaded.exchange(true, ordering: .acquiringAndReleasing), let path else { return }
         var s = State()
         var lines = 0
@@ -201,5 +201,28 @@ final class ThumbnailLedger: Sendable {
     private static func exists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+}
+
+/// The thumbnails a profile's mounts wrote, for `dropboxfs auth --sign-out --purge`.
+public enum WrittenThumbnails {
+    /// Removes every thumbnail the ledger at `path` records that still carries dropboxfs's
+    /// `Software` chunk (in the thumbnail cache `thumbnails`), then the ledger itself; returns
+    /// how many files and bytes went (`dropboxfs auth --sign-out --purge`).
+    public static func purge(path: String, thumbnails: String) -> (files: Int, bytes: UInt64) {
+        let ledger = ThumbnailLedger(path: path, thumbnails: thumbnails)
+        ledger.load()
+        let entries = ledger.state.withLock { $0.entries }
+        var removed = (files: 0, bytes: UInt64(0))
+        for (name, entry) in entries {
+            let parts = name.split(separator: "/")
+            let cache = ThumbnailCache(folder: thumbnails + "/" + parts[0])
+            if cache.removeIfOurs(String(parts[1])) {
+                removed.files += 1
+                removed.bytes += entry.bytes
+            }
+        }
+        unlink(path)
+        return removed
     }
 }
