@@ -52,7 +52,8 @@ def declarations(binary):
 def installed(binary, tmp_path_factory):
     """The layout scripts/install makes, with the debug binary (no release build here)."""
     prefix = tmp_path_factory.mktemp("prefix")
-    r = run(ROOT / "scripts" / "install", env=dict(os.environ, PREFIX=str(prefix), DROPBOXFS_BIN=binary), timeout=120)
+    r = run(ROOT / "scripts" / "install", timeout=120,
+            env=dict(os.environ, PREFIX=str(prefix), DROPBOXFS_BIN=binary, XDG_DATA_HOME=str(prefix / "share")))
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     return prefix
 
@@ -420,3 +421,35 @@ def test_max_read_mount_option_gives_a_working_mount(fake, mount_factory, value)
     assert (Path(m.path) / "hello.txt").read_bytes() == fake.content("/hello.txt")
     assert is_mounted(m.path)
     assert m.process.poll() is None, m.log_text()
+
+
+def installed_files(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+
+
+def test_uninstall_removes_exactly_what_install_put_in_place(binary, tmp_path):
+    """scripts/install writes its list; scripts/uninstall removes those files and the folders it
+    made, for a one-user PREFIX (units in XDG_DATA_HOME/systemd/user, where systemd looks) and a
+    staged /usr/local (units in lib/systemd/user); a second uninstall says nothing is installed."""
+    data = tmp_path / "data"
+    (data / "keep").mkdir(parents=True)
+    (data / "keep" / "mine").write_text("not dropboxfs's")
+    user = {"PREFIX": str(tmp_path / "local"), "XDG_DATA_HOME": str(data)}
+    staged = {"PREFIX": "/usr/local", "DESTDIR": str(tmp_path / "stage")}
+    for extra, units in ((user, data / "systemd/user"), (staged, tmp_path / "stage/usr/local/lib/systemd/user")):
+        env = dict(os.environ, DROPBOXFS_BIN=binary, **extra)
+        r = run(ROOT / "scripts" / "install", env=env, timeout=120)
+        assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+        assert sorted(os.listdir(units)) == ["dropboxfs.service", "dropboxfs@.service"]
+        root = Path(extra.get("DESTDIR", "") + extra["PREFIX"])
+        listed = (root / "share/dropboxfs/installed-files").read_text().split()
+        assert len(listed) == 8 and all(p.startswith("/") for p in listed), listed
+        assert not any(p.startswith(extra.get("DESTDIR", "//")) for p in listed), "paths as installed, without DESTDIR"
+        r = run(ROOT / "scripts" / "uninstall", env=env, timeout=60)
+        assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+        assert b"8 files removed" in r.stdout, r.stdout
+        assert installed_files(root) == [], installed_files(root)
+        assert not units.exists() or os.listdir(units) == []
+        r = run(ROOT / "scripts" / "uninstall", env=env, timeout=60)
+        assert r.returncode == 1 and b"no dropboxfs installed" in r.stderr, r
+    assert (data / "keep" / "mine").read_text() == "not dropboxfs's"

@@ -203,7 +203,10 @@ def test_home_comes_from_the_user_database_when_unset(binary, fake, tmp_path):
 @pytest.fixture(scope="module")
 def installed_units(binary, tmp_path_factory):
     prefix = tmp_path_factory.mktemp("prefix")
-    r = run(ROOT / "scripts" / "install", env=dict(os.environ, PREFIX=str(prefix), DROPBOXFS_BIN=binary), timeout=120)
+    # A PREFIX other than /usr or /usr/local puts the user units where systemd looks for the
+    # installing user's: XDG_DATA_HOME/systemd/user, here inside the prefix.
+    r = run(ROOT / "scripts" / "install", timeout=120,
+            env=dict(os.environ, PREFIX=str(prefix), DROPBOXFS_BIN=binary, XDG_DATA_HOME=str(prefix / "share")))
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     return prefix
 
@@ -217,7 +220,7 @@ def test_user_units_verify(installed_units, tmp_path):
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o700)
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), MANPATH=str(installed_units / "share/man"))
-    units = installed_units / "lib/systemd/user"
+    units = installed_units / "share/systemd/user"
     service = (units / "dropboxfs.service").read_text()
     template = (units / "dropboxfs@.service").read_text()
     assert f"ExecStart={installed_units}/bin/dropboxfs mount --foreground\n" in service
@@ -252,7 +255,7 @@ def test_units_start_and_stop_as_systemd_runs_them(installed_units, fake, tmp_pa
     credentials: exit 4) is one the unit does not restart."""
     home = tmp_path / "home"
     home.mkdir()
-    text = (installed_units / "lib/systemd/user" / unit).read_text()
+    text = (installed_units / "share/systemd/user" / unit).read_text()
     commands = unit_commands(text, home, instance)
     mnt = home / folder
     notify = NotifySocket(str(tmp_path / "notify.sock"), mnt)
