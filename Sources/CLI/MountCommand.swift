@@ -260,7 +260,7 @@ struct MountConfiguration {
         let thumbnailCap = try Self.byteCount(
             parsed.value("thumbnail-cache-size"), name: "--thumbnail-cache-size", default: 200 << 20)
         thumbnailCacheSize = parsed.has("no-thumbnails") || thumbnailCap == 0 ? nil : thumbnailCap
-        thumbnailSizes = try Self.thumbnailSizes(parsed.value("thumbnail-sizes"))
+        thumbnailSizes = try Self.thumbnailSizes(parsed.value("thumbnail-sizes"), folder: profile.thumbnailFolder)
         (http, retryPolicy) = try TimeoutOption.parse(parsed.value("timeouts"))
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=\(profile.fsname)",
@@ -334,16 +334,23 @@ struct MountConfiguration {
             memoryLimit: memory, diskCache: DiskCacheOptions(directory: folder + "/content", capacity: capacity))
     }
 
-    /// --thumbnail-sizes: "normal", "large" or both, separated by ',' (or ':', which -o leaves whole).
-    private static func thumbnailSizes(_ text: String?) throws(UsageError) -> [ThumbnailSize] {
-        guard let text else { return ThumbnailSize.allCases }
+    /// --thumbnail-sizes: some of "normal", "large", "x-large", "xx-large", separated by ',' (or ':',
+    /// which -o leaves whole). By default normal and large, and each bigger size whose folder the
+    /// desktop made in the thumbnail cache (a HiDPI view that uses it created it).
+    private static func thumbnailSizes(_ text: String?, folder: String) throws(UsageError) -> [ThumbnailSize] {
+        guard let text else {
+            return ThumbnailSize.defaults + [ThumbnailSize.xLarge, .xxLarge].filter { size in
+                var info = stat()
+                return lstat(folder + "/" + size.rawValue, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+            }
+        }
         var sizes: [ThumbnailSize] = []
         for item in text.split(separator: ",", omittingEmptySubsequences: false).flatMap({
             $0.split(separator: ":", omittingEmptySubsequences: false)
         }) {
             guard let size = ThumbnailSize(rawValue: String(item)) else {
                 throw UsageError(
-                    description: "--thumbnail-sizes must be normal, large or normal,large, not \(Log.quoted(text))")
+                    description: "--thumbnail-sizes takes normal, large, x-large and xx-large, separated by ',', not \(Log.quoted(text))")
             }
             if !sizes.contains(size) { sizes.append(size) }
         }

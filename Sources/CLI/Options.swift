@@ -180,7 +180,8 @@ enum Options {
             OptionSpec(
                 name: "thumbnail-sizes", value: "SIZES",
                 help: "the thumbnail sizes written: normal (128 pixels, most views), large (256 pixels, big icons, "
-                    + "e.g. Thunar from 200 % zoom) or both, separated by ',' or ':' (default normal,large)",
+                    + "e.g. Thunar from 200 % zoom), x-large (512) and xx-large (1024, HiDPI), separated by ',' or ':' "
+                    + "(default normal,large, and x-large or xx-large when the thumbnail cache has that folder)",
                 mountOption: true),
             OptionSpec(
                 name: "thumbnail-cache-size", value: "SIZE",

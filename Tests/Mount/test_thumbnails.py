@@ -170,6 +170,41 @@ def test_thumbnail_sizes_normal_writes_no_large_ones(fake_factory, mount_factory
     assert thumbnail_requests(fake) == math.ceil(PHOTOS / 25)
 
 
+def png_size(data):
+    """(width, height) from a PNG's IHDR."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_hidpi_sizes_when_asked_or_when_the_desktop_uses_them(fake_factory, mount_factory, tmp_path):
+    """x-large (512) and xx-large (1024) are written from Dropbox's 480 x 320 and 1024 x 768 boxes:
+    never larger than the folder's size. By default they are written when the desktop made their
+    folder in the thumbnail cache (a HiDPI view did), and only then."""
+    fake = fake_factory("--photos", "3")
+    photos = lambda m: os.path.join(os.path.realpath(m.path), FOLDER)  # noqa: E731
+    # The desktop made x-large before (it uses it); xx-large it never made.
+    (tmp_path / "xdg-cache" / "thumbnails" / "x-large").mkdir(parents=True)
+    m = mount_factory(fake)
+    assert run(file_manager(tmp_path), photos(m)).returncode == 0
+    wait_for_thumbnails(tmp_path, 3, sizes=("normal", "large", "x-large"))
+    assert not thumbnail_dir(tmp_path, "xx-large").exists()
+    for name in written(tmp_path, "x-large"):
+        width, height = png_size((thumbnail_dir(tmp_path, "x-large") / name).read_bytes())
+        assert 256 < max(width, height) <= 512, (width, height)
+    m.unmount()
+
+    m = mount_factory(fake, "--thumbnail-sizes", "xx-large")
+    assert run(file_manager(tmp_path), photos(m)).returncode == 0
+    wait_for_thumbnails(tmp_path, 3, sizes=("xx-large",))
+    for name in written(tmp_path, "xx-large"):
+        data = (thumbnail_dir(tmp_path, "xx-large") / name).read_bytes()
+        width, height = png_size(data)
+        assert 512 < max(width, height) <= 1024, (width, height)
+        assert b"Thumb::URI" in data and b"Software\x00dropboxfs" in data
+    r = run(os.environ["DROPBOXFS_BIN"], "mount", str(tmp_path / "x"), "--thumbnail-sizes", "huge")
+    assert r.returncode == 2 and b"--thumbnail-sizes takes normal, large, x-large and xx-large" in r.stderr, r
+
+
 def test_no_thumbnails_writes_nothing(fake_factory, mount_factory, tmp_path):
     fake = fake_factory("--photos", str(PHOTOS))
     m = mount_factory(fake, "--no-thumbnails")

@@ -85,7 +85,7 @@ final class ThumbnailLedger: Sendable {
     /// A name the ledger may hold: a size folder and a file name, no other slash, no dots alone.
     static func isName(_ text: Substring) -> Bool {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, ["normal", "large"].contains(parts[0]) else { return false }
+        guard parts.count == 2, ThumbnailSize(rawValue: String(parts[0])) != nil else { return false }
         let file = parts[1]
         return !file.isEmpty && file != "." && file != ".." && !file.utf8.contains(0)
     }

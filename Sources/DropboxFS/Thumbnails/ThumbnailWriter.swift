@@ -44,12 +44,20 @@ public enum ThumbnailSize: String, Sendable, Equatable, Comparable, CaseIterable
     case normal
     /// 256 pixels at most a side, `thumbnails/large`.
     case large
+    /// 512 pixels at most a side, `thumbnails/x-large` (HiDPI views).
+    case xLarge = "x-large"
+    /// 1024 pixels at most a side, `thumbnails/xx-large` (HiDPI big icons).
+    case xxLarge = "xx-large"
 
-    /// The Dropbox size asked for (strict mode: within the box, aspect kept).
+    /// The Dropbox size asked for (strict mode: within the box, aspect kept). Dropbox has no
+    /// 512-pixel box: x-large gets its largest that fits, 480 x 320 (the standard allows smaller
+    /// thumbnails than the folder's size; only larger ones are wrong).
     var dropboxSize: ThumbnailArg.Size {
         switch self {
         case .normal: .w128h128
         case .large: .w256h256
+        case .xLarge: .w480h320
+        case .xxLarge: .w1024h768
         }
     }
 
@@ -58,8 +66,13 @@ public enum ThumbnailSize: String, Sendable, Equatable, Comparable, CaseIterable
         switch self {
         case .normal: 128
         case .large: 256
+        case .xLarge: 512
+        case .xxLarge: 1024
         }
     }
+
+    /// What is written when no sizes are chosen: normal and large, which every file manager uses.
+    public static let defaults: [ThumbnailSize] = [.normal, .large]
 
     public static func < (a: Self, b: Self) -> Bool { a.pixels < b.pixels }
 }
@@ -85,7 +98,7 @@ public struct ThumbnailOptions: Sendable, Equatable {
 
     public init(
         mountpoint: String, folder: String, capacity: UInt64 = 200 << 20, ledger: String? = nil, listingWait: Double = 2,
-        sizes: [ThumbnailSize] = ThumbnailSize.allCases
+        sizes: [ThumbnailSize] = ThumbnailSize.defaults
     ) {
         self.mountpoint = mountpoint
         self.folder = folder
