@@ -6,6 +6,7 @@ user database; the user units as scripts/install writes them, checked with syste
 import os
 import shutil
 import socket
+import signal
 import subprocess
 import tempfile
 import time
@@ -223,27 +224,49 @@ def test_user_units_verify(installed_units, tmp_path):
     units = installed_units / "share/systemd/user"
     service = (units / "dropboxfs.service").read_text()
     template = (units / "dropboxfs@.service").read_text()
-    assert f"ExecStart={installed_units}/bin/dropboxfs mount --foreground\n" in service
-    assert f"ExecStart={installed_units}/bin/dropboxfs mount --foreground --profile %i\n" in template
+    assert f"ExecStart={installed_units}/bin/dropboxfs mount --foreground $DROPBOXFS_OPTIONS\n" in service
+    assert f"ExecStart={installed_units}/bin/dropboxfs mount --foreground --profile %i $DROPBOXFS_OPTIONS\n" in template
     for text in (service, template):
-        for key in ("Type=notify", "After=network-online.target", "Restart=on-failure", "ExecStop=", "WantedBy="):
+        for key in ("Type=notify", "Restart=on-failure", "EnvironmentFile=-%E/dropboxfs/", "WantedBy="):
             assert key in text
+        for key in ("network-online.target", "ExecStop="):
+            assert key not in text, key
     for unit in ("dropboxfs.service", "dropboxfs@work.service"):
         r = run("systemd-analyze", "--user", "verify", unit, env=env, cwd=units)
         assert r.returncode == 0 and r.stdout == b"" and r.stderr == b"", (unit, r.stdout, r.stderr)
 
 
-def unit_commands(unit_text, home, instance=None):
-    """ExecStart and ExecStop of a unit, with the specifiers systemd fills in (%h, %i)."""
-    commands = {}
+def unit_command(unit_text, home, instance=None):
+    """ExecStart of a unit as systemd runs it: the specifiers filled in (%h, %i, %E the user's
+    config folder), and $DROPBOXFS_OPTIONS split into words from the unit's EnvironmentFile when
+    that file exists (a leading '-' makes a missing one fine), dropped when unset."""
+    config = str(home / ".config")
+
+    def fill(value):
+        value = value.replace("%h", str(home)).replace("%E", config)
+        return value.replace("%i", instance) if instance is not None else value
+
+    fields = {}
     for line in unit_text.splitlines():
         key, _, value = line.partition("=")
-        if key in ("ExecStart", "ExecStop"):
-            value = value.replace("%h", str(home))
-            if instance is not None:
-                value = value.replace("%i", instance)
-            commands[key] = value.split()
-    return commands
+        if key in ("ExecStart", "EnvironmentFile", "ExecStop"):
+            fields[key] = fill(value)
+    assert "ExecStop" not in fields, "systemd's SIGTERM stops the daemon"
+    options = {}
+    env_file = fields["EnvironmentFile"]
+    assert env_file.startswith("-"), "a missing options file is fine"
+    if os.path.exists(env_file[1:]):
+        for line in open(env_file[1:]):
+            key, _, value = line.strip().partition("=")
+            if key and not key.startswith("#"):
+                options[key] = value
+    words = []
+    for word in fields["ExecStart"].split():
+        if word.startswith("$"):
+            words += options.get(word[1:], "").split()
+        else:
+            words.append(word)
+    return words, env_file[1:]
 
 
 @pytest.mark.parametrize("unit,instance,folder", [("dropboxfs.service", None, "dropbox"),
@@ -251,34 +274,50 @@ def unit_commands(unit_text, home, instance=None):
 def test_units_start_and_stop_as_systemd_runs_them(installed_units, fake, tmp_path, unit, instance, folder):
     """What systemd does with a unit, done by hand: run ExecStart in a clean environment with HOME
     and NOTIFY_SOCKET (no systemd runs here), wait for READY=1, check ~/dropbox(-NAME) is mounted,
-    run ExecStop, and see STOPPING=1 and a clean exit. A failure that a restart cannot fix (no
-    credentials: exit 4) is one the unit does not restart."""
+    stop it as systemd does (SIGTERM: the unit has no ExecStop) while a shell is still inside the
+    folder, and see STOPPING=1, a clean exit and no mount left. Then the same with options from the
+    unit's options file (another mount point), without touching the unit. A failure that a restart
+    cannot fix (no credentials: exit 4) is one the unit does not restart."""
     home = tmp_path / "home"
     home.mkdir()
     text = (installed_units / "share/systemd/user" / unit).read_text()
-    commands = unit_commands(text, home, instance)
-    mnt = home / folder
-    notify = NotifySocket(str(tmp_path / "notify.sock"), mnt)
     env = env_for(fake, extra={"HOME": str(home), "NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
     for key in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         env.pop(key, None)
-    log = open(tmp_path / "unit.log", "wb")
-    p = subprocess.Popen(commands["ExecStart"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL, cwd="/")
-    try:
-        text_ready, mounted = notify.wait_for("READY=1")
-        assert mounted and f"STATUS=mounted on {mnt}" in text_ready.splitlines(), text_ready
-        assert os.listdir(mnt) == ["folder", "hello.txt"]
-        r = run(*commands["ExecStop"], env=env, timeout=15)
-        assert r.returncode == 0, r
-        notify.wait_for("STOPPING=1")
-        assert p.wait(timeout=15) == 0
-        assert not is_mounted(mnt)
-    finally:
-        stop(p, mnt)
-        log.close()
-        notify.close()
+    for attempt, mnt in enumerate((home / folder, home / "elsewhere")):
+        command, options_file = unit_command(text, home, instance)
+        if attempt == 0:
+            assert not os.path.exists(options_file)
+        notify = NotifySocket(str(tmp_path / f"notify{attempt}.sock"), mnt)
+        env["NOTIFY_SOCKET"] = str(tmp_path / f"notify{attempt}.sock")
+        log = open(tmp_path / f"unit{attempt}.log", "wb")
+        p = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, cwd="/")
+        inside = None
+        try:
+            text_ready, mounted = notify.wait_for("READY=1")
+            assert mounted and f"STATUS=mounted on {mnt}" in text_ready.splitlines(), text_ready
+            assert os.listdir(mnt) == ["folder", "hello.txt"]
+            # A shell left in the folder: fusermount3 -u would fail with EBUSY.
+            inside = subprocess.Popen(["sleep", "60"], cwd=mnt / "folder")
+            p.send_signal(signal.SIGTERM)
+            notify.wait_for("STOPPING=1")
+            assert p.wait(timeout=15) == 0
+            wait_until(lambda: not is_mounted(mnt), timeout=5, message="the mount gone")
+        finally:
+            if inside is not None:
+                inside.kill()
+                inside.wait()
+            stop(p, mnt)
+            log.close()
+            notify.close()
+        # Options for the next start, in the file the unit reads.
+        os.makedirs(os.path.dirname(options_file), exist_ok=True)
+        (home / "elsewhere").mkdir(exist_ok=True)
+        with open(options_file, "w") as f:
+            f.write(f"# mount elsewhere\nDROPBOXFS_OPTIONS={home / 'elsewhere'} --attr-timeout 10m\n")
+    command, _ = unit_command(text, home, instance)
     prevented = next(line for line in text.splitlines() if line.startswith("RestartPreventExitStatus="))
     bare = {k: v for k, v in env_for(fake, token=None, extra={"HOME": str(home)}).items() if not k.startswith("XDG_")}
-    r = run(*commands["ExecStart"], env=bare, timeout=30)
+    r = run(*command, env=bare, timeout=30)
     assert r.returncode == 4 and "4" in prevented.split("=", 1)[1].split(), (r, prevented)
