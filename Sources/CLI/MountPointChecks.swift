@@ -85,7 +85,7 @@ enum MountPointChecks {
 
     /// True when `path` is the mount point of a mounted filesystem.
     static func isMounted(_ path: String) -> Bool {
-        MountTable.entries().contains { $0.isMounted(at: path) }
+        MountTable.isOccupied(path, in: MountTable.entries())
     }
 
     /// Whether the folder holds nothing; a folder that cannot be listed is that problem, not "not

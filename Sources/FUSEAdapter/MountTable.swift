@@ -46,6 +46,14 @@ public enum MountTable {
         return status == 0
     }
 
+    /// Whether something is mounted at `path` that a new mount there would hide, i.e. anything
+    /// but a topmost autofs mount: an fstab line with `x-systemd.automount` makes systemd mount
+    /// autofs there first, and the first access runs the real mount on top of it.
+    public static func isOccupied(_ path: String, in entries: [MountEntry]) -> Bool {
+        guard let topmost = entries.last(where: { $0.isMounted(at: path) }) else { return false }
+        return topmost.fileSystemType != "autofs"
+    }
+
     public static func entries() -> [MountEntry] {
         var result: [MountEntry] = []
         forEachLine(ofFile: "/proc/self/mountinfo") { line in

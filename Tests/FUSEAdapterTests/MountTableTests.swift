@@ -33,4 +33,19 @@ import Testing
         #expect(MountTable.unescape("a\\040b\\011c\\012d\\134e") == "a b\tc\nd\\e")
         #expect(MountTable.unescape("trailing\\04") == "trailing\\04")
     }
+
+    /// systemd's automount (an fstab line with x-systemd.automount) mounts autofs at the folder
+    /// first, and its first access runs the real mount on top: that is not "already mounted".
+    @Test func aTopmostAutofsMountLeavesThePathFree() throws {
+        let autofs = try #require(
+            MountTable.parse("90 30 0:60 / /home/ann/dropbox rw,relatime shared:60 - autofs systemd-1 rw,fd=47,pgrp=1,timeout=0,minproto=5,maxproto=5,direct\n"))
+        let fuse = try #require(
+            MountTable.parse("91 90 0:61 / /home/ann/dropbox rw,nosuid,nodev shared:61 - fuse.dropboxfs work rw,user_id=1000,group_id=1000\n"))
+        let disk = try #require(MountTable.parse(Self.disk))
+        #expect(!MountTable.isOccupied("/home/ann/dropbox", in: [disk, autofs]), "autofs waiting for the first access")
+        #expect(MountTable.isOccupied("/home/ann/dropbox", in: [disk, autofs, fuse]), "mounted on top of it")
+        #expect(MountTable.isOccupied("/home/ann/dropbox", in: [disk, fuse]))
+        #expect(!MountTable.isOccupied("/home/ann/other", in: [disk, autofs, fuse]))
+        #expect(MountTable.isOccupied("/", in: [disk]))
+    }
 }
