@@ -4,6 +4,10 @@
 import DropboxAPI
 import Log
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 enum LogOptions {
     /// The level asked for; giving two different ones (-v with -q) is a usage error.
     static func level(_ parsed: ParsedArguments) throws(UsageError) -> LogLevel {
@@ -27,6 +31,20 @@ enum LogOptions {
     /// Sets the process's log level from the command line.
     static func apply(_ parsed: ParsedArguments) throws(UsageError) {
         Log.level = try level(parsed)
+    }
+
+    /// Sends this process's stderr, and so its log, to `path` (appended, never through a symlink,
+    /// rotated at `limit`), after saying so on the old stderr.
+    static func sendStderr(to path: String, limit: UInt64) throws(CommandFailure) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw CommandFailure(.usage, "cannot open the log file \(path): \(reason)")
+        }
+        printError("logging to \(path) (--log-file)")
+        Log.rotate(path: path, limit: limit)
+        dup2(fd, 2)
+        close(fd)
     }
 }
 

@@ -25,6 +25,12 @@ enum MountCommand {
             let parsed = expansion.arguments.isEmpty ? first : try Options.mount.parse(expansion.arguments + arguments)
             Log.level = try LogOptions.level(parsed)
             let isDaemon = parsed.has("foreground") || Daemon.isChild
+            // --log-file in the foreground: the log goes there (before its first line, which
+            // decides the line format), as it does for the background daemon.
+            if parsed.has("foreground"), !Daemon.isChild, let file = parsed.value("log-file"), !file.isEmpty {
+                try LogOptions.sendStderr(to: Environment.absolute(file), limit: MountConfiguration.logFileLimit)
+            }
+            if isDaemon { LogSignals.install() }
             // The daemon's first log line: what runs, for any report made from its log.
             if isDaemon {
                 SystemdNotify.take()

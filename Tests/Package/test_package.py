@@ -23,6 +23,8 @@ EXPECTED_FILES = {
     "./usr/share/zsh/vendor-completions/_dropboxfs",
     "./usr/share/fish/vendor_completions.d/dropboxfs.fish",
     "./usr/share/doc/dropboxfs/README.md",
+    "./usr/share/doc/dropboxfs/copyright",
+    "./usr/share/doc/dropboxfs/changelog.Debian.gz",
 }
 # What the binary may need: libfuse3, libcurl, libcrypto, SQLite, and the C and C++ runtimes.
 ALLOWED_DEPENDS = {"fuse3", "libfuse3-3", "libcurl4", "libssl3", "libsqlite3-0", "libc6", "libgcc-s1", "libstdc++6"}
@@ -78,13 +80,40 @@ def test_control_fields(deb, extracted):
     assert field(deb, "Package") == "dropboxfs"
     assert field(deb, "Version") == version
     assert field(deb, "Architecture") == run("dpkg", "--print-architecture").stdout.decode().strip()
-    depends = {d.strip() for d in field(deb, "Depends").split(",")}
+    listed = [d.strip() for d in field(deb, "Depends").split(",")]
+    # dpkg-shlibdeps gives each library's package the version its symbols need.
+    versioned = {d.split(" (")[0]: d for d in listed}
+    assert all(re.fullmatch(r"[a-z0-9.+-]+ \(>= [^)]+\)", versioned[p]) for p in ("libc6", "libcurl4", "libfuse3-3")), listed
+    depends = set(versioned)
     assert {"fuse3", "libfuse3-3", "libcurl4", "libssl3", "libsqlite3-0"} <= depends
     assert depends <= ALLOWED_DEPENDS, depends - ALLOWED_DEPENDS
     for package in depends:
         # Each is a package of this Debian release (apt knows it).
         r = run("apt-cache", "show", "--no-all-versions", package)
         assert r.returncode == 0 and b"Package: " + package.encode() in r.stdout, package
+
+
+def test_copyright_changelog_and_maintainer(deb, extracted):
+    doc = extracted / "usr/share/doc/dropboxfs"
+    copyright = (doc / "copyright").read_text()
+    assert copyright.startswith("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/")
+    assert "License: Apache-2.0" in copyright and "/usr/share/common-licenses/Apache-2.0" in copyright
+    changelog = gzip.decompress((doc / "changelog.Debian.gz").read_bytes()).decode()
+    version = field(deb, "Version")
+    assert changelog.startswith(f"dropboxfs ({version}) unstable; urgency=medium\n"), changelog
+    maintainer = field(deb, "Maintainer")
+    assert re.fullmatch(r"[^<>]+ <[^<>@ ]+@[^<>@ ]+>", maintainer) and "localhost" not in maintainer, maintainer
+    assert f" -- {maintainer}  " in changelog
+
+
+def test_lintian_finds_no_errors(deb):
+    """lintian, Debian's package checker: no error (E:) lines. It is installed here if missing
+    (scripts/test-package does; it is big, so scripts/install-deps does not)."""
+    if shutil.which("lintian") is None:
+        pytest.fail("lintian is needed (apt-get install lintian; scripts/test-package installs it)")
+    r = run("lintian", "--no-tag-display-limit", deb, timeout=600)
+    errors = [line for line in r.stdout.decode().splitlines() if line.startswith("E:")]
+    assert errors == [], r.stdout.decode()
 
 
 def test_the_binary_needs_no_toolchain_library(extracted):

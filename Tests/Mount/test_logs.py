@@ -1,0 +1,49 @@
+"""Where a mount logs and how much, changed without a remount: --log-file is honoured in the
+foreground too (the terminal is told once), and SIGUSR1 / SIGUSR2 make a running daemon's log one
+step more or less detailed (they used to end it: their default action)."""
+
+import os
+import signal
+
+from helpers import env_for, run, wait_until
+
+
+def test_log_file_in_the_foreground_and_the_level_by_signal(fake_factory, mount_factory, tmp_path):
+    fake = fake_factory()
+    fake.add_file("/a.txt", b"a\n")
+    log = tmp_path / "mount.log"
+    m = mount_factory(fake, "--log-file", str(log))
+    wait_until(lambda: log.exists() and b"pid" in log.read_bytes(), timeout=10, message="the first log line in the file")
+    said = m.log_text()
+    assert f"logging to {log} (--log-file)" in said, said
+    assert "[info]" not in said, "the log lines go to the file, not the terminal"
+
+    def lines():
+        return log.read_text().splitlines()
+
+    assert not any("[debug]" in line for line in lines())
+    m.process.send_signal(signal.SIGUSR1)
+    wait_until(lambda: any("log level debug (was info; SIGUSR1)" in line for line in lines()), timeout=10,
+               message="the level raised")
+    before = len(lines())
+    assert run("cat", os.path.join(m.path, "a.txt")).stdout == b"a\n"
+    os.listdir(m.path)
+    wait_until(lambda: any("[debug]" in line for line in lines()[before:]), timeout=10, message="debug lines")
+    m.process.send_signal(signal.SIGUSR2)
+    m.process.send_signal(signal.SIGUSR2)
+    wait_until(lambda: any("log level warning (was info; SIGUSR2)" in line for line in lines()), timeout=10,
+               message="the level lowered twice")
+    assert m.process.poll() is None, "the signals did not end the daemon"
+    assert os.listdir(m.path) == ["a.txt"]
+
+
+def test_a_log_file_that_cannot_be_opened_fails_the_foreground_mount(binary, fake_factory, tmp_path):
+    fake = fake_factory()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    link = tmp_path / "link.log"
+    link.symlink_to(target)
+    r = run(binary, "mount", mnt, "--foreground", "--log-file", link, env=env_for(fake), timeout=30)
+    assert r.returncode == 2 and b"cannot open the log file" in r.stderr and b"symbolic link" in r.stderr, r
