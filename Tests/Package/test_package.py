@@ -24,7 +24,7 @@ EXPECTED_FILES = {
     "./usr/share/fish/vendor_completions.d/dropboxfs.fish",
     "./usr/share/doc/dropboxfs/README.md",
     "./usr/share/doc/dropboxfs/copyright",
-    "./usr/share/doc/dropboxfs/changelog.Debian.gz",
+    "./usr/share/doc/dropboxfs/changelog.gz",
 }
 # What the binary may need: libfuse3, libcurl, libcrypto, SQLite, and the C and C++ runtimes.
 ALLOWED_DEPENDS = {"fuse3", "libfuse3-3", "libcurl4", "libssl3", "libsqlite3-0", "libc6", "libgcc-s1", "libstdc++6"}
@@ -98,7 +98,7 @@ def test_copyright_changelog_and_maintainer(deb, extracted):
     copyright = (doc / "copyright").read_text()
     assert copyright.startswith("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/")
     assert "License: Apache-2.0" in copyright and "/usr/share/common-licenses/Apache-2.0" in copyright
-    changelog = gzip.decompress((doc / "changelog.Debian.gz").read_bytes()).decode()
+    changelog = gzip.decompress((doc / "changelog.gz").read_bytes()).decode()
     version = field(deb, "Version")
     assert changelog.startswith(f"dropboxfs ({version}) unstable; urgency=medium\n"), changelog
     maintainer = field(deb, "Maintainer")
@@ -107,13 +107,13 @@ def test_copyright_changelog_and_maintainer(deb, extracted):
 
 
 def test_lintian_finds_no_errors(deb):
-    """lintian, Debian's package checker: no error (E:) lines. It is installed here if missing
+    """lintian, Debian's package checker: no error (E:) or warning (W:) lines. It is installed here if missing
     (scripts/test-package does; it is big, so scripts/install-deps does not)."""
     if shutil.which("lintian") is None:
         pytest.fail("lintian is needed (apt-get install lintian; scripts/test-package installs it)")
     r = run("lintian", "--no-tag-display-limit", deb, timeout=600)
-    errors = [line for line in r.stdout.decode().splitlines() if line.startswith("E:")]
-    assert errors == [], r.stdout.decode()
+    found = [line for line in r.stdout.decode().splitlines() if line[:2] in ("E:", "W:")]
+    assert found == [], r.stdout.decode()
 
 
 def test_the_binary_needs_no_toolchain_library(extracted):
