@@ -58,12 +58,13 @@ enum MountCommand {
         if background { try configuration.checkLogFile() }
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, profile: configuration.profile,
-            endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts)
+            endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts,
+            tagFolder: configuration.persist ? configuration.cacheFolder : nil)
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
             pacer: Pacer(policy: configuration.retryPolicy), configuration: configuration.http)
         let target = try MountTarget.resolve(
-            configuration, client: homeClient, accountID: credentials.accountID, mountpoint: mountpoint)
+            configuration, client: homeClient, accountID: credentials.accountID, tokenTag: credentials.tokenTag)
         let client = homeClient.with(pathRoot: target.identity.pathRoot)
         // A stored tree is caught up from its cursor, a request that needs the same permission as
         // this check; without one, check before mounting.
@@ -83,7 +84,9 @@ enum MountCommand {
         var store: TreeStore?
         var stored: StoredTree?
         if configuration.persist {
-            store = StoredTrees.open(configuration, identity: target.identity, email: target.email, mountpoint: mountpoint)
+            store = StoredTrees.open(
+                configuration, identity: target.identity, email: target.email, mountpoint: mountpoint,
+                tokenTag: credentials.tokenTag)
             stored = store?.loadTree(folderTime: Int64(time(nil)), now: Filesystem.monotonicSeconds())
         }
         if target.offline && stored == nil {
