@@ -93,19 +93,27 @@ enum MountCommand {
             store?.close()
             throw CommandFailure(.unreachable, "cannot reach Dropbox, and the stored tree of this account cannot be used")
         }
+        var options = FilesystemOptions(
+            folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
+            prefetch: configuration.prefetch, watchChanges: configuration.watch,
+            fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
+            reader: configuration.reader, store: store,
+            thumbnails: configuration.thumbnailCacheSize.map {
+                ThumbnailOptions(
+                    mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
+                    sizes: configuration.thumbnailSizes)
+            })
+        // A tree served offline is tied to the credentials by what they say of themselves (an
+        // account id, a token's tag): once Dropbox answers, it names the account before the tree
+        // is caught up.
+        let laterStores = OpenedStores()
+        if target.offline {
+            options.accountConfirmation = StoredTrees.confirmation(
+                configuration, served: target.identity, store: store, mountpoint: mountpoint,
+                tokenTag: credentials.tokenTag, opened: laterStores)
+        }
         let core = Filesystem(
-            client: client,
-            options: FilesystemOptions(
-                folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
-                prefetch: configuration.prefetch, watchChanges: configuration.watch,
-                fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
-                reader: configuration.reader, store: store,
-                thumbnails: configuration.thumbnailCacheSize.map {
-                    ThumbnailOptions(
-                        mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
-                        sizes: configuration.thumbnailSizes)
-                }),
-            restoring: stored, connectivity: Connectivity(offline: target.offline))
+            client: client, options: options, restoring: stored, connectivity: Connectivity(offline: target.offline))
         // The core owns the tree now: holding a second reference would copy every part of it the
         // sync engine changes (copy on write), up to twice the memory.
         let restored = stored.map { (entries: $0.entryCount, syncedAt: $0.syncedAt) }
@@ -126,6 +134,7 @@ enum MountCommand {
         defer {
             core.stop()
             store?.close()
+            laterStores.closeAll()
         }
         let syncing = restored != nil
         if let restored {

@@ -5,6 +5,7 @@
 import DropboxAPI
 import DropboxFS
 import Log
+import Synchronization
 
 enum StoredTrees {
     static func folder(_ configuration: MountConfiguration) -> String { configuration.cacheFolder + "/trees" }
@@ -50,5 +51,36 @@ enum StoredTrees {
             Log.warning("\(error); this mount keeps its tree in memory only")
         }
         return nil
+    }
+
+    /// The check of a tree served offline, once Dropbox answers (DropboxFS's
+    /// AccountConfirmation.swift): on another account, `served`'s store is closed (never written
+    /// again) and the account Dropbox named gets its own store, kept in `opened` to be closed at
+    /// unmount. The client keeps the served tree's path root.
+    static func confirmation(
+        _ configuration: MountConfiguration, served identity: TreeStoreIdentity, store served: TreeStore?,
+        mountpoint: String, tokenTag: String?, opened: OpenedStores
+    ) -> AccountConfirmation {
+        AccountConfirmation(accountID: identity.accountID) { account in
+            served?.close()
+            let other = TreeStoreIdentity(accountID: account.accountId, pathRoot: identity.pathRoot, endpoint: identity.endpoint)
+            let store = open(configuration, identity: other, email: account.email, mountpoint: mountpoint, tokenTag: tokenTag)
+            if let store { opened.add(store) }
+            return store
+        }
+    }
+}
+
+/// Stores a mount opened after it started (another account's, AccountConfirmation), closed at
+/// unmount. `stores` (a Mutex) guards the list.
+final class OpenedStores: Sendable {
+    private let stores = Mutex<[TreeStore]>([])
+
+    func add(_ store: TreeStore) {
+        stores.withLock { $0.append(store) }
+    }
+
+    func closeAll() {
+        for store in stores.withLock({ $0 }) { store.close() }
     }
 }

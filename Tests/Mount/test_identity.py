@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from helpers import (
-    compare_records, env_for, expected_entries, find_records, is_mounted, run, sync_status, wait_for_fill,
+    compare_records, env_for, expected_entries, find_records, is_mounted, poll_assert, run, sync_status,
+    wait_for_fill,
 )
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -135,3 +136,41 @@ def test_the_tag_key_is_private_and_no_token_is_stored(accounts, mount_factory, 
     assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_size == 32
     for db in databases(tmp_path):
         assert b"test-token" not in db.read_bytes()
+
+
+def rows_and_meta(db):
+    """A database's rows and meta, read without writing (to show it was not written)."""
+    import sqlite3
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return (con.execute("SELECT * FROM entries ORDER BY idx").fetchall(),
+                sorted(con.execute("SELECT key, value FROM meta").fetchall()))
+    finally:
+        con.close()
+
+
+def test_online_the_account_is_confirmed_before_the_tree_is_caught_up(accounts, mount_factory, tmp_path):
+    """A tree served offline is tied to the token by its tag; once Dropbox answers, it is asked
+    whose the token is before any catch-up. Here the token has come to sign in to account b (the
+    fake moves it): a's tree is dropped with one log line, b's is listed into b's own database,
+    and a's database is not written."""
+    fake, b, proxy, url = accounts
+    mountpoint = mount_a_online(accounts, mount_factory)
+    [db_a] = databases(tmp_path)
+    before = rows_and_meta(db_a)
+    b.add_token("test-token")                   # the token now signs in to account b
+    proxy.set_mode("refuse")
+    m = mount_factory(url, mountpoint=mountpoint)
+    assert_shows(m, fake)                        # offline: the tree stored with this token
+    proxy.set_mode("pass")
+    poll_assert(lambda: assert_shows(m, b), timeout=30, interval=0.3, what="account b's tree")
+    assert "offline_since" not in sync_status(m.path)
+    assert run("cat", m.path + "/Shared name.txt").stdout == b"b's version, longer\n"
+    assert not os.path.exists(m.path + "/A only")
+    log = m.log_text()
+    assert log.count("not of the stored tree's") == 1, log
+    assert "sophie@example.com" in log
+    m.unmount()
+    assert rows_and_meta(db_a) == before
+    [db_b] = [db for db in databases(tmp_path) if db != db_a]
+    assert len(rows_and_meta(db_b)[0]) == len(b.tree(hashes=False))

@@ -360,6 +360,18 @@ public final class TreeStore: Sendable {
         }
     }
 
+    /// Empties the store for a new fill: the tree this mount served was dropped (it was another
+    /// account's), and this store's rows, if any, are not of the tree the fill builds.
+    public func discardTree() {
+        queue.sync {
+            do {
+                try startEmpty()
+            } catch {
+                disable("cannot empty the stored tree: \(error)")
+            }
+        }
+    }
+
     /// Sets the damaged database aside and continues in a new, empty one at the same path, as
     /// `open` does with a file damaged in its header. Runs on `queue`.
     private func replaceDamaged(reason: String, outcome: String = "rebuilt from Dropbox") {
