@@ -174,3 +174,17 @@ def test_online_the_account_is_confirmed_before_the_tree_is_caught_up(accounts, 
     assert rows_and_meta(db_a) == before
     [db_b] = [db for db in databases(tmp_path) if db != db_a]
     assert len(rows_and_meta(db_b)[0]) == len(b.tree(hashes=False))
+
+
+def test_a_key_that_is_not_private_ties_nothing(binary, accounts, mount_factory, tmp_path):
+    """A tag key others could read is not used: one clear line, and no tree is served offline with
+    a bare token (never one that cannot be tied to it)."""
+    _, _, proxy, url = accounts
+    mountpoint = mount_a_online(accounts, mount_factory)
+    key = tmp_path / "xdg-cache" / "dropboxfs" / "credential-key"
+    os.chmod(key, 0o644)
+    proxy.set_mode("refuse")
+    r = mount_offline(binary, url, mountpoint, tmp_path, "test-token")
+    assert r.returncode == 5 and not is_mounted(mountpoint), r
+    assert b"is not a private file of 32 bytes: not used" in r.stderr, r.stderr
+    assert b"test-token" not in r.stderr
