@@ -16,17 +16,23 @@ struct ResolvedCredentials {
     /// The account the stored sign-in belongs to (nil for a bare access token): how an offline
     /// mount finds its stored tree without asking Dropbox.
     var accountID: String? = nil
+    /// For a bare access token, its keyed tag (CredentialTag.swift), when asked for: how an
+    /// offline mount finds the stored tree of the token's account without asking Dropbox.
+    var tokenTag: String? = nil
 }
 
 enum Credentials {
     /// `timeouts`: of the OAuth token requests that renew a stored sign-in's access token.
+    /// `tagFolder`: the cache folder whose key tags a bare access token (mounts with a stored tree).
     static func resolve(
         file: String?, profile: Profile, endpoints: DropboxEndpoints,
-        timeouts: HTTPTimeouts = DropboxHTTPClient.Configuration().rpcTimeouts
+        timeouts: HTTPTimeouts = DropboxHTTPClient.Configuration().rpcTimeouts, tagFolder: String? = nil
     ) throws(CommandFailure) -> ResolvedCredentials {
         if let token = try accessToken(file: file) {
             let source = file.map { "access token from the file \($0)" } ?? "access token from DROPBOXFS_ACCESS_TOKEN"
-            return ResolvedCredentials(tokens: StaticTokenProvider(token: token), source: source)
+            return ResolvedCredentials(
+                tokens: StaticTokenProvider(token: token), source: source,
+                tokenTag: tagFolder.flatMap { CredentialTag.of(token: token, cacheFolder: $0) })
         }
         if let stored = try CredentialStore.load(profile) {
             let oauth = OAuthClient(

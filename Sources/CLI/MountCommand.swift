@@ -64,12 +64,13 @@ enum MountCommand {
         if background { try configuration.checkLogFile() }
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, profile: configuration.profile,
-            endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts)
+            endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts,
+            tagFolder: configuration.persist ? configuration.cacheFolder : nil)
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
             pacer: Pacer(policy: configuration.retryPolicy), configuration: configuration.http)
         let target = try MountTarget.resolve(
-            configuration, client: homeClient, accountID: credentials.accountID, mountpoint: mountpoint)
+            configuration, client: homeClient, accountID: credentials.accountID, tokenTag: credentials.tokenTag)
         let client = homeClient.with(pathRoot: target.identity.pathRoot)
         // A stored tree is caught up from its cursor, a request that needs the same permission as
         // this check; without one, check before mounting.
@@ -89,27 +90,36 @@ enum MountCommand {
         var store: TreeStore?
         var stored: StoredTree?
         if configuration.persist {
-            store = StoredTrees.open(configuration, identity: target.identity, email: target.email, mountpoint: mountpoint)
+            store = StoredTrees.open(
+                configuration, identity: target.identity, email: target.email, mountpoint: mountpoint,
+                tokenTag: credentials.tokenTag)
             stored = store?.loadTree(folderTime: Int64(time(nil)), now: Filesystem.monotonicSeconds())
         }
         if target.offline && stored == nil {
             store?.close()
             throw CommandFailure(.unreachable, "cannot reach Dropbox, and the stored tree of this account cannot be used")
         }
+        var options = FilesystemOptions(
+            folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
+            prefetch: configuration.prefetch, watchChanges: configuration.watch,
+            fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
+            reader: configuration.reader, store: store,
+            thumbnails: configuration.thumbnailCacheSize.map {
+                ThumbnailOptions(
+                    mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
+                    ledger: configuration.cacheFolder + "/thumbnails.ledger", sizes: configuration.thumbnailSizes)
+            })
+        // A tree served offline is tied to the credentials by what they say of themselves (an
+        // account id, a token's tag): once Dropbox answers, it names the account before the tree
+        // is caught up.
+        let laterStores = OpenedStores()
+        if target.offline {
+            options.accountConfirmation = StoredTrees.confirmation(
+                configuration, served: target.identity, store: store, mountpoint: mountpoint,
+                tokenTag: credentials.tokenTag, opened: laterStores)
+        }
         let core = Filesystem(
-            client: client,
-            options: FilesystemOptions(
-                folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
-                prefetch: configuration.prefetch, watchChanges: configuration.watch,
-                fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
-                reader: configuration.reader, store: store,
-                thumbnails: configuration.thumbnailCacheSize.map {
-                    ThumbnailOptions(
-                        mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
-                        ledger: configuration.cacheFolder + "/thumbnails.ledger",
-                        sizes: configuration.thumbnailSizes)
-                }),
-            restoring: stored, connectivity: Connectivity(offline: target.offline))
+            client: client, options: options, restoring: stored, connectivity: Connectivity(offline: target.offline))
         // The core owns the tree now: holding a second reference would copy every part of it the
         // sync engine changes (copy on write), up to twice the memory.
         let restored = stored.map { (entries: $0.entryCount, syncedAt: $0.syncedAt) }
@@ -130,6 +140,7 @@ enum MountCommand {
         defer {
             core.stop()
             store?.close()
+            laterStores.closeAll()
         }
         let syncing = restored != nil
         if let restored {

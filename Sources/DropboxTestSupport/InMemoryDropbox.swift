@@ -27,6 +27,13 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         var allocation: SpaceUsage.Allocation
     }
 
+    /// The other account of InMemoryDropboxAccounts.twoAccounts(): another account id and
+    /// namespace, the same shape.
+    public static let secondAccount = FullAccount(
+        accountId: "dbid:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB", displayName: "Second User",
+        email: "second@example.com", accountType: "basic",
+        rootInfo: RootInfo(tag: "user", rootNamespaceId: "2000", homeNamespaceId: "2000"))
+
     public static let defaultAccount = FullAccount(
         accountId: "dbid:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", displayName: "Test User",
         email: "test@example.com", accountType: "basic",
@@ -120,6 +127,18 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
             state.journal.removeAll()
             state.snapshots.removeAll()
             state.cursorIssued = false
+        }
+    }
+
+    /// Stamps this account's cursors with its account id, so that another account rejects them
+    /// (InMemoryDropboxAccounts); whether a cursor was made here.
+    func stampCursors(_ accountId: String) {
+        store.withLock { $0.cursorAccount = accountId }
+    }
+
+    func issued(cursor: String) -> Bool {
+        store.withLock { state in
+            state.cursorAccount != nil && ListingCursor(decoding: cursor)?.account == state.cursorAccount
         }
     }
 

@@ -1,8 +1,8 @@
 // The in-memory Dropbox's list_folder cursor. Clients must treat cursors as opaque, so it is base64
 // of a small JSON record: the listing's scope and options, the journal position it has seen, and,
 // while a listing is still being paged, which snapshot and offset come next. In adversarial modes
-// change pages also carry a turn and the last entry served (absent otherwise, so default cursors
-// are unchanged).
+// change pages also carry a turn and the last entry served, and an account among several its
+// account id (absent otherwise, so default cursors are unchanged).
 
 import Foundation
 
@@ -25,6 +25,10 @@ struct ListingCursor: Codable, Equatable {
     /// last change served (the candidate for a repeat).
     var turn: Int?
     var lastSeq: Int?
+    /// The account id of the account that issued it, set only by an account that is one of
+    /// several (InMemoryDropboxAccounts), so default cursors are unchanged; another account's
+    /// cursor is then `reset`, as Dropbox answers it.
+    var account: String?
 
     var encoded: String {
         // Encoding a struct of strings, ints and bools cannot fail.

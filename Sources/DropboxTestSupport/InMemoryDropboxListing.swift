@@ -51,7 +51,7 @@ extension InMemoryDropboxStore {
         guard let cursor = ListingCursor(decoding: text) else {
             return .failure(.badRequest(message: "cursor: not a cursor this server issued"))
         }
-        guard cursor.epoch == epoch else { return .failure(.cursorReset) }
+        guard cursor.epoch == epoch, cursor.account == cursorAccount else { return .failure(.cursorReset) }
         if let snapshot = cursor.snapshot {
             guard let listed = snapshots[snapshot] else { return .failure(.cursorReset) }
             return .success(page(of: listed, at: cursor))
@@ -104,7 +104,7 @@ extension InMemoryDropboxStore {
         guard let cursor = ListingCursor(decoding: text) else {
             return .failure(.badRequest(message: "cursor: not a cursor this server issued"))
         }
-        guard cursor.epoch == epoch else { return .failure(.cursorReset) }
+        guard cursor.epoch == epoch, cursor.account == cursorAccount else { return .failure(.cursorReset) }
         if cursor.snapshot != nil { return .success(true) }
         guard let changes = changes(after: cursor.seq) else { return .failure(.cursorReset) }
         return .success(
@@ -128,10 +128,11 @@ extension InMemoryDropboxStore {
         case .failure(let error): return .failure(error)
         }
         cursorIssued = true
-        return .success(
-            ListingCursor(
-                epoch: epoch, scope: scope, recursive: arg.recursive, limit: limit,
-                hidesNonDownloadable: !arg.includeNonDownloadableFiles, seq: headSeq))
+        var cursor = ListingCursor(
+            epoch: epoch, scope: scope, recursive: arg.recursive, limit: limit,
+            hidesNonDownloadable: !arg.includeNonDownloadableFiles, seq: headSeq)
+        cursor.account = cursorAccount
+        return .success(cursor)
     }
 
     /// The page of a snapshot at `cursor.offset`; the last page hands back a cursor at the

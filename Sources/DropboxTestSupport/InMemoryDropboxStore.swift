@@ -81,6 +81,9 @@ struct InMemoryDropboxStore: Sendable {
     var folding: PathFolding = .client
     /// The account's root and home namespace ids, which "ns:" paths may name.
     var namespaceIds: Set<String> = []
+    /// The account id stamped on cursors when this account is one of several
+    /// (InMemoryDropboxAccounts); a cursor with another stamp is `reset`. Nil alone.
+    var cursorAccount: String?
 
     private var nextId = 0
     private var nextRev = 0

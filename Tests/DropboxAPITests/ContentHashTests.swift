@@ -47,3 +47,19 @@ import Testing
         #expect(ContentHash(hex: String(hex.dropLast()) + "g") == nil)
     }
 }
+
+/// HMAC-SHA256 (the keyed tag of a bare access token): the RFC 4231 vectors.
+@Suite struct HMACTests {
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    @Test func rfc4231Vectors() {
+        #expect(
+            Self.hex(Digest.hmacSHA256(key: [UInt8](repeating: 0x0b, count: 20), message: Array("Hi There".utf8)))
+                == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+        #expect(
+            Self.hex(Digest.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8)))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+}

@@ -1,7 +1,7 @@
 // SHA-256 through OpenSSL's EVP interface (libcrypto): the one place the crypto library is called.
 // Used by the content hasher and the PKCE challenge. Not shareable: one instance per computation.
 // `Digest` gives other modules one-shot digests (the in-memory Dropbox's content hashes, the MD5
-// names of thumbnail files) without calling libcrypto themselves.
+// names of thumbnail files, the HMAC that tags a bare token) without calling libcrypto themselves.
 
 import CCrypto
 
@@ -51,6 +51,23 @@ final class SHA256 {
 public enum Digest {
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         SHA256.hash(bytes)
+    }
+
+    /// HMAC-SHA256 of `message` under `key` (RFC 2104): a tag of a secret that does not let the
+    /// secret be recovered without the key.
+    public static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: SHA256.digestLength)
+        var length: UInt32 = 0
+        let ok = key.withUnsafeBytes { k in
+            message.withUnsafeBytes { m in
+                digest.withUnsafeMutableBufferPointer { out in
+                    HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                         m.count, out.baseAddress, &length)
+                }
+            }
+        }
+        guard ok != nil, length == SHA256.digestLength else { fatalError("HMAC(SHA-256) failed") }
+        return digest
     }
 
     /// MD5: only where a format names files by it (the freedesktop thumbnail cache).

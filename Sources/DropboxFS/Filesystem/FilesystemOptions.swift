@@ -54,6 +54,9 @@ public struct FilesystemOptions: Sendable {
     public var thumbnails: ThumbnailOptions?
     /// Monotonic seconds; injectable for tests.
     public var monotonicNow: @Sendable () -> Double
+    /// A restored tree served before Dropbox named the credentials' account (an offline mount):
+    /// confirmed before its first catch-up (Sync/AccountConfirmation.swift). Nil: nothing to confirm.
+    public var accountConfirmation: AccountConfirmation? = nil
 
     public init(
         ownership: Ownership = Ownership(uid: getuid(), gid: getgid()),

@@ -85,6 +85,9 @@ public struct TreeStoreInfo: Sendable, Equatable {
     public var syncedAt: Int64
     /// Whether a whole-account fill completed (the tree is servable).
     public var complete: Bool
+    /// The keyed tag of the bare access token of the last mount that stored a tag here (CLI's
+    /// CredentialTag.swift); nil when none did.
+    public var tokenTag: String? = nil
 }
 
 /// A stored tree read back at mount, for `Filesystem(client:options:restoring:)`.
@@ -139,6 +142,8 @@ public final class TreeStore: Sendable {
     /// file when a damaged one is set aside).
     private let email: String
     private let mountpoint: String
+    /// A bare access token's keyed tag, written into the meta (again into a new file too).
+    private let tokenTag: String?
     private let queue = DispatchQueue(label: "dropboxfs.tree-store")
     private let lockDescriptor: Int32
     private struct State {
@@ -184,8 +189,9 @@ public final class TreeStore: Sendable {
 
     /// Opens (creating it when needed) the store of `identity` in `folder`, which is made 0700.
     /// Throws `.busy` when another mount holds it. A foreign, old or damaged file is set aside.
+    /// `tokenTag`, when given, is written into the meta (ties the tree to a bare access token).
     public static func open(
-        folder: String, identity: TreeStoreIdentity, email: String, mountpoint: String
+        folder: String, identity: TreeStoreIdentity, email: String, mountpoint: String, tokenTag: String? = nil
     ) throws(TreeStoreError) -> TreeStore {
         try makeFolder(folder)
         let path = folder + "/" + identity.fileName
@@ -199,9 +205,10 @@ public final class TreeStore: Sendable {
             let connection = try openChecked(path: path, identity: identity)
             try connection.meta("email", email)
             try connection.meta("mountpoint", mountpoint)
+            if let tokenTag { try connection.meta("token_tag", tokenTag) }
             return TreeStore(
-                path: path, identity: identity, email: email, mountpoint: mountpoint, lock: lock,
-                connection: connection)
+                path: path, identity: identity, email: email, mountpoint: mountpoint, tokenTag: tokenTag,
+                lock: lock, connection: connection)
         } catch {
             Glibc.close(lock)
             throw .unusable("cannot use the stored tree \(path): \(error)")
@@ -209,13 +216,14 @@ public final class TreeStore: Sendable {
     }
 
     private init(
-        path: String, identity: TreeStoreIdentity, email: String, mountpoint: String, lock: Int32,
-        connection: Connection
+        path: String, identity: TreeStoreIdentity, email: String, mountpoint: String, tokenTag: String?,
+        lock: Int32, connection: Connection
     ) {
         self.path = path
         self.identity = identity
         self.email = email
         self.mountpoint = mountpoint
+        self.tokenTag = tokenTag
         self.lockDescriptor = lock
         self.connection = connection
     }
@@ -352,6 +360,18 @@ public final class TreeStore: Sendable {
         }
     }
 
+    /// Empties the store for a new fill: the tree this mount served was dropped (it was another
+    /// account's), and this store's rows, if any, are not of the tree the fill builds.
+    public func discardTree() {
+        queue.sync {
+            do {
+                try startEmpty()
+            } catch {
+                disable("cannot empty the stored tree: \(error)")
+            }
+        }
+    }
+
     /// Sets the damaged database aside and continues in a new, empty one at the same path, as
     /// `open` does with a file damaged in its header. Runs on `queue`.
     private func replaceDamaged(reason: String, outcome: String = "rebuilt from Dropbox") {
@@ -361,6 +381,7 @@ public final class TreeStore: Sendable {
             let fresh = try Self.openAndCheck(path: path, identity: identity)
             try fresh.meta("email", email)
             try fresh.meta("mountpoint", mountpoint)
+            if let tokenTag { try fresh.meta("token_tag", tokenTag) }
             connection.adopt(fresh)
             try startEmpty()
         } catch {
@@ -449,7 +470,8 @@ public final class TreeStore: Sendable {
         return TreeStoreInfo(
             path: path, identity: TreeStoreIdentity(accountID: account, pathRoot: root, endpoint: endpoint),
             email: meta["email"] ?? "", mountpoint: meta["mountpoint"] ?? "",
-            syncedAt: Int64(meta["synced_at"] ?? "") ?? 0, complete: state == "complete" || state == "refilling")
+            syncedAt: Int64(meta["synced_at"] ?? "") ?? 0, complete: state == "complete" || state == "refilling",
+            tokenTag: meta["token_tag"])
     }
 
     /// The stores in `folder` with a servable tree, newest first.

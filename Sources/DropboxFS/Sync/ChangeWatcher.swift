@@ -43,6 +43,10 @@ extension SyncEngine {
     }
 
     private func runSync() async {
+        // A tree that cannot yet be tied to the account Dropbox names is confirmed first.
+        if options.accountConfirmation != nil, state.withLock({ $0.restored }) {
+            guard await confirmAccountFirst() else { return }
+        }
         let stored = state.withLock { s in s.restored ? s.cursor : nil }
         // A restored tree catches up from its cursor first; a restored tree without one (its
         // refill was cut short) is served while it is listed again.
@@ -190,7 +194,7 @@ extension SyncEngine {
         return connectivity.isOffline ? min(delay, options.offlineRetry) : delay
     }
 
-    private func pause(seconds: Double) async {
+    func pause(seconds: Double) async {
         try? await Task.sleep(for: .seconds(seconds))
     }
 }

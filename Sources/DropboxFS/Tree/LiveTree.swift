@@ -4,7 +4,7 @@
 // facade reads it to answer the kernel (lookups, attributes, folder pieces); the sync engine
 // (Sync/SyncEngine.swift) is the only writer of Dropbox's entries into it.
 //
-// Locking: `state` guards the tree and the hidden-name memory, and nothing else. It is taken
+// Locking: `state` guards the tree, the hidden-name memory and the store batches go to, and nothing else. It is taken
 // inside the sync engine's lock when a listing's result must land atomically with the engine's
 // bookkeeping (SyncEngine.state, then LiveTree.state), never the other way round, and never held
 // across an `await` or a network call.
@@ -17,11 +17,12 @@ final class LiveTree: Sendable {
         /// The `path_lower` of every entry hidden for its name, so each is logged once and nothing
         /// is made inside one (TreeUpdates.swift); forgotten when Dropbox deletes the entry.
         var hiddenPaths: Set<String> = []
+        /// Where each applied batch of changed records goes (Store/TreeStore.swift); nil: memory
+        /// only. Replaced only when the tree is dropped for another account's (AccountConfirmation.swift).
+        var store: TreeStore?
     }
 
     let state: Mutex<State>
-    /// Where each applied batch of changed records goes (Store/TreeStore.swift); nil: memory only.
-    let store: TreeStore?
     /// How long a complete folder listing is trusted (`.infinity` while changes are followed).
     let listingTTL: Double
     let monotonicNow: @Sendable () -> Double
@@ -29,8 +30,7 @@ final class LiveTree: Sendable {
     init(_ tree: MetadataTree, store: TreeStore?, listingTTL: Double, monotonicNow: @escaping @Sendable () -> Double) {
         var tree = tree
         if store != nil { tree.trackChanges() }
-        self.state = Mutex(State(tree: tree))
-        self.store = store
+        self.state = Mutex(State(tree: tree, store: store))
         self.listingTTL = listingTTL
         self.monotonicNow = monotonicNow
     }
@@ -47,7 +47,7 @@ final class LiveTree: Sendable {
     /// exactly a state the tree was in. Call with the lock held, right after the change the cursor
     /// describes.
     func persist(in t: inout State, cursor: StoreBatch.CursorChange = .keep) {
-        guard let store else { return }
+        guard let store = t.store else { return }
         let records = t.tree.takeChangedRecords()
         if records.isEmpty, case .keep = cursor { return }
         store.submit(StoreBatch(records: records, cursor: cursor))

@@ -214,6 +214,29 @@ extension CoreTests {
             second.close()
         }
 
+        /// A bare access token's tag is kept with the tree: a later open without one (a stored
+        /// sign-in of the same account) keeps it, another tag replaces it, and what the store says
+        /// of itself (what an offline mount picks its tree by) shows it.
+        @Test func aTokenTagIsKeptWithTheTree() async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = try await Self.storedSmallTree(folder)
+            #expect(TreeStore.info(path: path)?.tokenTag == nil)
+            let tagged = try TreeStore.open(
+                folder: folder, identity: Self.identity, email: "t@example.com", mountpoint: "/mnt", tokenTag: "hmac-sha256:aa")
+            tagged.close()
+            #expect(TreeStore.info(path: path)?.tokenTag == "hmac-sha256:aa")
+            try Self.open(folder).close()
+            #expect(TreeStore.info(path: path)?.tokenTag == "hmac-sha256:aa")
+            try TreeStore.open(
+                folder: folder, identity: Self.identity, email: "t@example.com", mountpoint: "/mnt", tokenTag: "hmac-sha256:bb"
+            ).close()
+            let info = try #require(TreeStore.info(path: path))
+            #expect(info.tokenTag == "hmac-sha256:bb")
+            #expect(info.complete)
+            #expect(TreeStore.storedTrees(in: folder).map(\.tokenTag) == ["hmac-sha256:bb"])
+        }
+
         /// Stores a small complete tree and returns the database's path.
         static func storedSmallTree(_ folder: String) async throws -> String {
             let fake = InMemoryDropbox()

@@ -38,6 +38,12 @@ def parse_args(argv=None):
                    help="add /Camera Uploads with N photos IMG_0001.jpg... (2-6 MiB, synthetic bytes), "
                         "PANO_0001.jpg (over 20 MiB) and notes.txt (works with any source)")
     p.add_argument("--token", action="append", help="accepted access token (repeatable)")
+    p.add_argument("--second-account", action="store_true",
+                   help="also serve account b: another account id, its own (empty) tree, cursors "
+                        "and contents, signed in to by --second-token; fill it through the control "
+                        "API with ?account=b")
+    p.add_argument("--second-token", action="append", metavar="T",
+                   help="accepted access token of account b (repeatable; default test-token-b)")
     p.add_argument("--app-key", default="fakeappkey")
     p.add_argument("--access-token-ttl", type=float, default=14400)
     p.add_argument("--latency-ms", type=float, default=0)
@@ -90,6 +96,8 @@ def parse_args(argv=None):
             p.error("--top-folders goes with --synthetic")
         if a.top_folders < 1:
             p.error("--top-folders must be >= 1")
+    if a.second_token and not a.second_account:
+        p.error("--second-token goes with --second-account")
     if bool(a.tls_cert) != bool(a.tls_key):
         p.error("--tls-cert and --tls-key go together")
     if a.make_certs and a.tls_cert:
@@ -165,7 +173,7 @@ def main(argv=None):
     a = parse_args(argv)
     t0 = time.monotonic()
     tree = build_tree(a)
-    st = State(tree, a)
+    st = State(tree, a, second_tree=Tree(seed=a.seed) if a.second_account else None)
     for spec in a.fault:
         st.faults.add(json.loads(spec))
     cert, key = a.tls_cert, a.tls_key

@@ -6,6 +6,7 @@ Standard library only.
 """
 
 import base64
+import copy
 import http.client
 import json
 import os
@@ -137,7 +138,19 @@ class FakeDropbox:
             return f.read()
 
     # ---- raw HTTP --------------------------------------------------------------------
+    account = "a"   # the account the control calls are about (accounts.py); see as_account
+
+    def as_account(self, key):
+        """This server's client whose control calls (add_file, tree, content, info, add_token...)
+        are about account `key` (``"b"`` with --second-account); faults, config and stats are
+        shared. The same server: stopping either stops it."""
+        other = copy.copy(self)
+        other.account = key
+        return other
+
     def _call(self, method, path, obj=None, raw=False):
+        if self.account != "a" and path.startswith("/_control/"):
+            path += ("&" if "?" in path else "?") + urllib.parse.urlencode({"account": self.account})
         data = None if obj is None else json.dumps(obj).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:

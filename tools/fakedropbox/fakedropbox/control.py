@@ -2,7 +2,9 @@
 
 Exists so tests can add/modify/delete/move entries (journalled, so cursors see
 them), fetch raw content, inject faults, change runtime config, add tokens and
-read request statistics.  No auth; never counted in API stats.
+read request statistics.  No auth; never counted in API stats.  ``?account=b``
+(with --second-account) makes the tree, content, info and token calls about
+account b; faults, config and stats are shared.
 """
 
 import base64
@@ -178,6 +180,10 @@ def handle(st, method, path, query_string, raw):
     """Dispatch one /_control/ request; returns a Reply."""
     q = {k: v[-1] for k, v in urllib.parse.parse_qs(query_string, keep_blank_values=True).items()}
     name = path[len("/_control/"):].strip("/")
+    key = q.get("account", "a")
+    if key not in st.accounts:
+        return _err(400, "no account %r (this server has %s)" % (key, ", ".join(sorted(st.accounts))))
+    st.use_account(key)     # tree, content, info and new tokens are this account's
     tree = st.tree
     try:
         if method == "POST" and name == "files":
@@ -232,7 +238,7 @@ def handle(st, method, path, query_string, raw):
             scopes = obj.get("scopes")
             if scopes is not None and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
                 raise ControlError(400, "scopes must be a list of strings")
-            st.tokens.add(tok, obj.get("expires_in"), scopes)
+            st.tokens.add(tok, obj.get("expires_in"), scopes, account=key)
             return json_reply({"token": tok, "expires_in": obj.get("expires_in"),
                                "scopes": scopes})
         if method == "POST" and name == "revoke_refresh_tokens":
@@ -247,9 +253,11 @@ def handle(st, method, path, query_string, raw):
             with st.stats_lock:
                 return json_reply(list(st.log))
         if method == "GET" and name == "info":
-            return json_reply({"instance": st.instance, "account_id": st.account_id,
-                               "root_namespace_id": st.root_ns,
-                               "home_namespace_id": st.home_ns, "team": st.team})
+            info = {"instance": st.instance, "account_id": st.account_id,
+                    "root_namespace_id": st.root_ns, "home_namespace_id": st.home_ns, "team": st.team}
+            if len(st.accounts) > 1:
+                info.update(account=key, accounts=sorted(st.accounts))
+            return json_reply(info)
         return text_reply(404, "unknown control endpoint %s %s" % (method, path))
     except ControlError as e:
         return _err(e.status, e.msg)

@@ -20,10 +20,11 @@ ALL_SCOPES = ("account_info.read", "files.metadata.read", "files.content.read")
 
 
 class Token:
-    __slots__ = ("expires", "scopes", "grant")
+    __slots__ = ("expires", "scopes", "grant", "account")
 
-    def __init__(self, expires=None, scopes=None, grant=None):
+    def __init__(self, expires=None, scopes=None, grant=None, account="a"):
         self.expires, self.scopes, self.grant = expires, scopes, grant
+        self.account = account      # the key of the account it signs in to (accounts.py)
 
 
 class TokenStore:
@@ -37,10 +38,17 @@ class TokenStore:
         self.account_id = account_id
         self.uid = uid
 
-    def add(self, token, expires_in=None, scopes=None):
+    def add(self, token, expires_in=None, scopes=None, account="a"):
         with self.lock:
             exp = None if expires_in is None else time.time() + float(expires_in)
-            self.access[token] = Token(exp, None if scopes is None else frozenset(scopes))
+            self.access[token] = Token(exp, None if scopes is None else frozenset(scopes),
+                                       account=account)
+
+    def account_of(self, token):
+        """The key of the account `token` signs in to ("a" for an unknown one)."""
+        with self.lock:
+            t = self.access.get(token)
+            return "a" if t is None else t.account
 
     def check(self, token, scope):
         """None if ok, else (tag, extra fields) for a 401."""

@@ -332,6 +332,7 @@ def get_latest_cursor(st, req, arg):
 
 def longpoll(st, req, arg):
     cur = _decode_cursor(arg, req.route)
+    st.use_account_of_instance(cur.inst)    # no token here: the cursor names the account
     timeout = _field(arg, "timeout", int, 30)
     if timeout < 1:
         raise ArgError("timeout: %d is not within range [30, 480]" % timeout)

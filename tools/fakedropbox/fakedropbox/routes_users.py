@@ -10,12 +10,14 @@ from .team import HOME_PATH
 
 
 def full_account(st):
+    who = st.account
     acc = {
         "account_id": st.account_id,
-        "name": {"given_name": "Franz", "surname": "Ferdinand",
-                 "familiar_name": "Franz", "display_name": "Franz Ferdinand (Personal)",
-                 "abbreviated_name": "FF"},
-        "email": "franz@example.com",
+        "name": {"given_name": who.given_name, "surname": who.surname,
+                 "familiar_name": who.given_name,
+                 "display_name": "%s %s (Personal)" % (who.given_name, who.surname),
+                 "abbreviated_name": who.given_name[0] + who.surname[0]},
+        "email": who.email,
         "email_verified": True,
         "disabled": False,
         "country": "US",

@@ -190,6 +190,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # ---- dispatch ------------------------------------------------------------
     def dispatch(self):
         st = self.server.state
+        st.use_account("a")     # a kept-alive connection's thread serves request after request
         t0 = time.monotonic()
         url = urllib.parse.urlsplit(self.path)
         path = url.path
@@ -364,6 +365,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             bad = st.tokens.check(req.token, scope)
             if bad is not None:
                 return auth_error(bad[0], **bad[1])
+            st.use_account(st.tokens.account_of(req.token))
+            req.view = st.home_view
         # -- path root: which namespace view the request's paths are in
         pr = self.headers.get("Dropbox-API-Path-Root")
         if pr is not None:

@@ -1,38 +1,29 @@
 """Server-wide state shared by routes and the control API.
 
-Exists to bundle the tree, tokens, faults, runtime config, account identity
-and request statistics in one object.  Stats/log have their own lock
-(``State.stats_lock``); the tree has ``tree.lock`` (see tree.py).
+Exists to bundle the accounts (identity and tree, accounts.py), tokens, faults,
+runtime config and request statistics in one object.  ``st.tree``,
+``st.account_id`` and the other account fields are those of the account the
+request thread is about (``use_account``).  Stats/log have their own lock
+(``State.stats_lock``); each tree has ``tree.lock`` (see tree.py).
 """
 
 import collections
-import hashlib
-import base64
-import secrets
 import threading
 import time
 
+from .accounts import Account
 from .adversarial import Adversary, parse_modes
 from .faults import FaultSet
 from .oauth import TokenStore
 from .paging import Paging, parse_cost, parse_max_page, parse_tiny
-from .team import View
 
 
 class State:
-    def __init__(self, tree, args):
-        self.tree = tree
-        self.instance = secrets.token_hex(4)
-        h = hashlib.sha256(b"fakedropbox-account").digest()
-        self.account_id = "dbid:AAD" + base64.urlsafe_b64encode(h).decode()[:32]
-        assert len(self.account_id) == 40
-        self.uid = "73219482"
-        self.home_ns = "1928374650"
-        self.root_ns = "5647382910" if args.team else self.home_ns
-        self.team = args.team
-        # Namespace views (team.py).  Without --team both are the whole tree.
-        self.root_view = View(None, tree.root)
-        self.home_view = View.home(tree) if tree.home is not None else self.root_view
+    def __init__(self, tree, args, second_tree=None):
+        self.accounts = {"a": Account("a", tree, team=args.team)}
+        if second_tree is not None:
+            self.accounts["b"] = Account("b", second_tree)
+        self._current = threading.local()
         self.quota_used = args.quota_used
         self.quota_allocated = args.quota_allocated
         self.latency_ms = float(args.latency_ms or 0)
@@ -40,6 +31,9 @@ class State:
         self.longpoll_backoff = None
         self.tokens = TokenStore(args.token or ["test-token"], args.app_key,
                                  args.access_token_ttl, self.account_id, self.uid)
+        if second_tree is not None:
+            for t in getattr(args, "second_token", None) or ["test-token-b"]:
+                self.tokens.add(t, account="b")
         self.faults = FaultSet()
         # Adversarial listing modes (adversarial.py); off unless configured.
         self.adv = Adversary()
@@ -60,14 +54,41 @@ class State:
         self.thumbnails = collections.Counter()
         self.log = collections.deque(maxlen=1000)
 
+    # ---- the account of this request thread (accounts.py) ------------------------------------
+    @property
+    def account(self):
+        return getattr(self._current, "account", None) or self.accounts["a"]
+
+    def use_account(self, key):
+        """Makes account `key` ("a", "b") the one this thread's request is about."""
+        self._current.account = self.accounts[key]
+
+    def use_account_of_instance(self, instance):
+        """The account whose server instance made a cursor, if any (longpoll has no token)."""
+        for acc in self.accounts.values():
+            if acc.instance == instance:
+                self._current.account = acc
+                return
+
+    tree = property(lambda self: self.account.tree)
+    instance = property(lambda self: self.account.instance)
+    account_id = property(lambda self: self.account.account_id)
+    uid = property(lambda self: self.account.uid)
+    home_ns = property(lambda self: self.account.home_ns)
+    root_ns = property(lambda self: self.account.root_ns)
+    team = property(lambda self: self.account.team)
+    root_view = property(lambda self: self.account.root_view)
+    home_view = property(lambda self: self.account.home_view)
+
     def set_adversarial(self, modes=None, seed=None):
-        """Change the adversarial modes and/or seed (None: keep)."""
-        with self.tree.lock:
-            if modes is not None:
-                self.adv.modes = frozenset(modes)
-                self.tree.fold_lookup = "fold" in self.adv.modes
-            if seed is not None:
-                self.adv.seed = int(seed)
+        """Change the adversarial modes and/or seed (None: keep), for every account."""
+        for acc in self.accounts.values():
+            with acc.tree.lock:
+                if modes is not None:
+                    self.adv.modes = frozenset(modes)
+                    acc.tree.fold_lookup = "fold" in self.adv.modes
+                if seed is not None:
+                    self.adv.seed = int(seed)
 
     def view_of(self, tag):
         """The View a cursor's recorded view tag names."""
@@ -75,13 +96,14 @@ class State:
 
     def tree_total_size(self):
         """Sum of file sizes, cached per journal length."""
-        tree = self.tree
+        acc = self.account
+        tree = acc.tree
         with tree.lock:
             key = (len(tree.journal), len(tree.nodes))
-            if getattr(self, "_size_key", None) != key:
-                self._size_val = tree.total_size()
-                self._size_key = key
-            return self._size_val
+            if acc.size_key != key:
+                acc.size_val = tree.total_size()
+                acc.size_key = key
+            return acc.size_val
 
     def count(self, route):
         with self.stats_lock:
