@@ -157,7 +157,11 @@ enum MountCommand {
         }
         SystemdNotify.stopping()
         MountGuard.disarm(guardHandle)
-        core.finishDiskCacheWrites()
+        // Bounded: a cache disk that stopped answering must not keep the daemon from exiting
+        // within its stop bound (docs/SEMANTICS.md, "Unmounting with requests in flight").
+        if !core.finishDiskCacheWrites(waitingAtMost: 1.5) {
+            Log.warning("disk cache: writes still waiting for the disk at unmount; not waiting for them")
+        }
         Log.info("unmounted \(mountpoint)")
         return .success
     }
