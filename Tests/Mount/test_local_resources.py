@@ -1,8 +1,9 @@
 """Local resources never stop or break the mount: a disk cache entry that would make an open wait
 (a FIFO put at its name) or a cache folder on a disk that stopped answering (a FUSE folder of the
 test's own that never answers, as NFS does when its server is gone) holds up neither the requests of
-other processes nor the daemon's stop."""
+other processes nor the daemon's stop; a cache folder on a full disk still serves the stored tree."""
 
+import errno
 import hashlib
 import os
 import shutil
@@ -13,7 +14,10 @@ import time
 
 import pytest
 
-from helpers import c_locale, process_gone, run, wait_until
+from helpers import (
+    SwitchableProxy, c_locale, compare_records, expected_entries, find_records, process_gone, run, wait_for_fill,
+    wait_until,
+)
 from stalled_folder import StalledFolder
 
 MiB = 1 << 20
@@ -137,3 +141,70 @@ def test_a_cache_folder_that_stops_answering_holds_up_nothing(fake_factory, moun
     assert sha256(out) == sha256(fake.content("/cached.bin")), "read from Dropbox, the disk not answering"
     stop_within_bound(m, then=folder.close)
     assert folder.asked > 0, "the daemon never asked the stalled folder: nothing was tested"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A small tmpfs of the test's own, for the cache folder (root only, as every mount test)."""
+    path = tmp_path / "small"
+    path.mkdir()
+    r = run("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", path)
+    assert r.returncode == 0, r.stderr
+    yield path
+    run("umount", "-l", path)
+
+
+def make_unwritable(disk, how):
+    if how == "read-only":
+        r = run("mount", "-o", "remount,ro", disk)
+        assert r.returncode == 0, r.stderr
+        return
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, bytes(1 << 16))
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("online", [False, True], ids=["offline", "online"])
+@pytest.mark.parametrize("how", ["full", "read-only"])
+def test_a_cache_disk_that_refuses_writes_still_serves_the_stored_tree(fake_factory, mount_factory, small_disk, how, online):
+    fake = fake_factory()
+    for i in range(40):
+        fake.add_file(f"/{['Docs', 'Photos/2024', 'Mixed Case'][i % 3]}/File {i:03d}.txt", f"content {i}\n".encode())
+    proxy = SwitchableProxy(fake.url)
+    try:
+        cache = small_disk / "cache"
+        m = mount_factory(proxy.url, "--cache-dir", str(cache))
+        wait_for_fill(m.path, fake)
+        compare_records(find_records(m.path), expected_entries(fake.tree(hashes=False)))
+        m.unmount()
+
+        make_unwritable(small_disk, how)
+        if not online:
+            proxy.down()
+        fake.reset_stats()
+        m2 = mount_factory(proxy.url, "--cache-dir", str(cache), mountpoint=m.path)
+        # At once, from the stored tree: not listed again from scratch.
+        compare_records(find_records(m2.path), expected_entries(fake.tree(hashes=False)))
+        routes = fake.stats()["routes"]
+        assert routes.get("files/list_folder", 0) == 0, routes
+        if online:
+            assert routes.get("users/get_current_account", 0) >= 1, "the mount was not online"
+            # A change is served (in memory) though it cannot be stored.
+            fake.add_file("/Docs/new.txt", b"new\n")
+            wait_until(lambda: os.path.exists(f"{m2.path}/Docs/new.txt"), timeout=30, interval=0.2,
+                       message="the change to appear")
+        m2.unmount()
+        warnings = [line for line in m2.log_text().splitlines()
+                    if "[warning]" in line and "stored tree" in line and "cannot reach Dropbox" not in line]
+        # One warning at most: the store opened read-only, or (a full disk that still let SQLite
+        # open the file) its first write failing.
+        assert len(warnings) <= 1, warnings
+        if how == "read-only":
+            assert len(warnings) == 1 and "read-only" in warnings[0], m2.log_text()
+    finally:
+        proxy.down()
