@@ -309,11 +309,15 @@ struct MountConfiguration {
         close(fd)
     }
 
-    /// Before any request: CACHE_DIR, if it exists, is a folder.
+    /// Before any request: CACHE_DIR, if it exists, is a folder; it and the folders of stored trees
+    /// and contents in it are the daemon's user's own (LocalTrust).
     func checkCacheFolder() throws(CommandFailure) {
         var st = stat()
         if stat(cacheFolder, &st) == 0 && st.st_mode & S_IFMT != S_IFDIR {
             throw CommandFailure(.usage, "the cache folder \(cacheFolder) is not a folder (see --cache-dir)")
+        }
+        if let problem = LocalTrust.problem(withCacheFolder: cacheFolder) {
+            throw CommandFailure(.localFolder, "cannot use the cache folder: \(problem)")
         }
     }
 

@@ -1,7 +1,9 @@
 """Local resources never stop or break the mount: a disk cache entry that would make an open wait
 (a FIFO put at its name) or a cache folder on a disk that stopped answering (a FUSE folder of the
 test's own that never answers, as NFS does when its server is gone) holds up neither the requests of
-other processes nor the daemon's stop; a cache folder on a full disk still serves the stored tree."""
+other processes nor the daemon's stop; a cache folder on a full disk still serves the stored tree;
+cache and store folders that are not the daemon's user's own are refused (docs/SEMANTICS.md,
+"Running as root")."""
 
 import errno
 import hashlib
@@ -15,8 +17,8 @@ import time
 import pytest
 
 from helpers import (
-    SwitchableProxy, c_locale, compare_records, expected_entries, find_records, process_gone, run, wait_for_fill,
-    wait_until,
+    SwitchableProxy, c_locale, compare_records, env_for, expected_entries, find_records, is_mounted, process_gone,
+    run, wait_for_fill, wait_until,
 )
 from stalled_folder import StalledFolder
 
@@ -208,3 +210,53 @@ def test_a_cache_disk_that_refuses_writes_still_serves_the_stored_tree(fake_fact
             assert len(warnings) == 1 and "read-only" in warnings[0], m2.log_text()
     finally:
         proxy.down()
+
+
+def refused_mount(binary, fake, tmp_path, cache, env_extra=None):
+    """`mount` with `cache` as CACHE_DIR (None: the default, from XDG_CACHE_HOME): refused."""
+    mountpoint = tmp_path / "mnt-refused"
+    mountpoint.mkdir(exist_ok=True)
+    args = [binary, "mount", str(mountpoint), "--foreground"] + ([] if cache is None else ["--cache-dir", str(cache)])
+    r = subprocess.run(args, env=env_for(fake, extra=env_extra), capture_output=True, timeout=60)
+    assert not is_mounted(str(mountpoint))
+    return r
+
+
+NOBODY = 65534
+
+
+@pytest.mark.parametrize("case", ["owner", "mode", "trees-owner", "content-mode"])
+def test_a_cache_folder_not_the_users_own_is_refused(binary, fake_factory, tmp_path, case):
+    fake = fake_factory()
+    fake.add_file("/a.txt", b"a\n")
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    target = {"owner": cache, "mode": cache, "trees-owner": cache / "trees", "content-mode": cache / "content"}[case]
+    target.mkdir(mode=0o700, exist_ok=True)
+    if case.endswith("owner"):
+        os.chown(target, NOBODY, NOBODY)
+    else:
+        target.chmod(0o777)
+    r = refused_mount(binary, fake, tmp_path, cache)
+    assert r.returncode == 7, r
+    message = r.stderr.decode()
+    assert str(target) in message, message
+    assert ("not to root" in message) if case.endswith("owner") else ("may be written by other users" in message)
+    assert sorted(os.listdir(cache)) == sorted(p.name for p in [cache / "trees", cache / "content"] if p.exists())
+    assert not any(cache.glob("trees/tree-*")), "a store was made"
+
+
+def test_a_root_daemon_does_not_make_folders_in_another_users_home(binary, fake_factory, tmp_path):
+    """`sudo -E`: root with a user's XDG_CACHE_HOME, the cache folder not made yet."""
+    assert os.geteuid() == 0, "run as root (as CI does): this test is about a root daemon"
+    fake = fake_factory()
+    fake.add_file("/a.txt", b"a\n")
+    home = tmp_path / "home-of-nobody"
+    (home / ".cache").mkdir(parents=True)
+    for folder in (home, home / ".cache"):
+        os.chown(folder, NOBODY, NOBODY)
+    r = refused_mount(binary, fake, tmp_path, None, env_extra={"XDG_CACHE_HOME": str(home / ".cache")})
+    assert r.returncode == 7, r
+    message = r.stderr.decode()
+    assert f"would be made in {home / '.cache'}" in message and "setuid=" in message, message
+    assert os.listdir(home / ".cache") == [], "root made a folder in the other user's home"

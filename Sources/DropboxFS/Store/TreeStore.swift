@@ -358,7 +358,13 @@ public final class TreeStore: Sendable {
                 throw .unusable("cannot create \(built): \(String(cString: strerror(errno)))")
             }
         }
-        chmod(folder, 0o700)
+        // Through a descriptor of the folder itself: a chmod by path would follow a symlink put there.
+        let descriptor = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .unusable("cannot open the folder \(folder): \(String(cString: strerror(errno)))")
+        }
+        fchmod(descriptor, 0o700)
+        Glibc.close(descriptor)
     }
 
     // MARK: Reading
