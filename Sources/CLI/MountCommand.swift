@@ -122,7 +122,10 @@ enum MountCommand {
         core.setInvalidationHandler { session.invalidate($0) }
         defer {
             core.stop()
-            store?.close()
+            // Bounded, as the disk cache's writes are: the store's disk may have stopped answering.
+            if let store, !store.close(waitingAtMost: 1.5) {
+                Log.warning("the stored tree's last writes are still waiting for the disk at unmount; not waiting for them")
+            }
         }
         let syncing = restored != nil
         if let restored {

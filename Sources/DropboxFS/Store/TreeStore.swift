@@ -608,18 +608,29 @@ public final class TreeStore: Sendable {
         if first { Log.warning("\(why); the tree is no longer stored (\(Log.quoted(path)))") }
     }
 
-    /// Writes what is queued, closes the database and releases the lock (at unmount).
-    public func close() {
+    /// Writes what is queued, closes the database and releases the lock (at unmount), waiting at
+    /// most `timeout` seconds (nil: however long it takes). False when the time ran out: the queue
+    /// waits on a disk that stopped answering, and the process's exit releases the lock.
+    @discardableResult
+    public func close(waitingAtMost timeout: Double? = nil) -> Bool {
         let already = state.withLock { s -> Bool in
             defer { s.closed = true }
             return s.closed
         }
-        guard !already else { return }
-        queue.sync {
+        guard !already else { return true }
+        let done = DispatchSemaphore(value: 0)
+        queue.async { [self] in
             // A clean close checkpoints the journal into the database file.
             if !readOnly { try? connection.database.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
             connection.close()
+            done.signal()
+        }
+        if let timeout {
+            guard done.wait(timeout: .now() + timeout) == .success else { return false }
+        } else {
+            done.wait()
         }
         if lockDescriptor >= 0 { Glibc.close(lockDescriptor) }
+        return true
     }
 }
