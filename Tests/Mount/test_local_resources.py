@@ -200,6 +200,9 @@ def test_a_cache_disk_that_refuses_writes_still_serves_the_stored_tree(fake_fact
             fake.add_file("/Docs/new.txt", b"new\n")
             wait_until(lambda: os.path.exists(f"{m2.path}/Docs/new.txt"), timeout=30, interval=0.2,
                        message="the change to appear")
+            # Files read from Dropbox, not cached: the disk cache says so once.
+            for i in (0, 3, 6, 9):
+                assert run("cat", f"{m2.path}/Docs/File {i:03d}.txt").stdout == f"content {i}\n".encode()
         m2.unmount()
         warnings = [line for line in m2.log_text().splitlines()
                     if "[warning]" in line and "stored tree" in line and "cannot reach Dropbox" not in line]
@@ -208,6 +211,10 @@ def test_a_cache_disk_that_refuses_writes_still_serves_the_stored_tree(fake_fact
         assert len(warnings) <= 1, warnings
         if how == "read-only":
             assert len(warnings) == 1 and "read-only" in warnings[0], m2.log_text()
+        cache_warnings = [line for line in m2.log_text().splitlines() if "[warning]: disk cache" in line]
+        assert len(cache_warnings) <= 1, cache_warnings
+        if online:
+            assert len(cache_warnings) == 1 and "no new contents are cached" in cache_warnings[0], m2.log_text()
     finally:
         proxy.down()
 

@@ -54,6 +54,8 @@ final class DiskCache: Sendable {
         var nextTemporary: UInt64 = 0
         /// Keys whose file matched its content_hash, or was written from checked bytes, in this process.
         var checked: Set<String> = []
+        /// The folder's disk refused a write (read-only, full, over quota): no new entry is started.
+        var writesOff = false
     }
 
     static let temporaryPrefix = ".partial-"
@@ -183,6 +185,7 @@ final class DiskCache: Sendable {
     /// Starts a download of `size` bytes for `key`, evicting least recently used entries to make
     /// room; nil when it cannot fit or the temporary file cannot be created.
     func begin(key: String, size: UInt64) -> Partial? {
+        guard !state.withLock({ $0.writesOff }) else { return nil }
         let plan = state.withLock { s -> (victims: [String], number: UInt64)? in
             let entries = s.entries.map { EvictionOrder.CacheEntry(key: $0.key, size: $0.value.size, lastUsed: $0.value.lastUsed) }
             guard
@@ -207,10 +210,24 @@ final class DiskCache: Sendable {
         case .success(let file):
             return Partial(key: key, size: size, path: temporary, file: file)
         case .failure(let error):
-            Log.warning("disk cache: \(error)")
             state.withLock { $0.reserved -= size }
+            if !refusesWrites(error) { Log.warning("disk cache: \(error)") }
             return nil
         }
+    }
+
+    /// Whether `error` says the folder's disk takes no writes (read-only, full, over quota): then,
+    /// with one warning, no new entry is started in this mount (entries already there still serve).
+    /// True for such an error, also when writes were off already.
+    @discardableResult
+    func refusesWrites(_ error: CacheIOError) -> Bool {
+        guard error.code == EROFS || error.code == ENOSPC || error.code == EDQUOT else { return false }
+        let first = state.withLock { s -> Bool in
+            defer { s.writesOff = true }
+            return !s.writesOff
+        }
+        if first { Log.warning("disk cache: \(error); no new contents are cached by this mount") }
+        return true
     }
 
     /// Gives a finished download, whose bytes matched the content_hash, its final name.

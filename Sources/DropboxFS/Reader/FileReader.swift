@@ -416,7 +416,7 @@ final class FileReader: Sendable {
     private func write(_ bytes: [UInt8], range: Range<UInt64>, segment id: UInt64, of file: PinnedFile, to partial: DiskCache.Partial) {
         let key = file.key
         let error = partial.file.write(bytes, at: range.lowerBound)
-        if let error { Log.warning("disk cache: \(error); \(file.label) stays uncached") }
+        if let error, diskCache?.refusesWrites(error) != true { Log.warning("disk cache: \(error); \(file.label) stays uncached") }
         let commit = withState { s -> DiskCache.Partial? in
             s.contents[key]?.segments[id]?.writing = false
             if error != nil {
