@@ -22,6 +22,9 @@ enum ExitCode: Int32 {
     case unreachable = 5
     /// FUSE is not available (/dev/fuse, fusermount3).
     case fuseUnavailable = 6
+    /// A cache or store folder is not the daemon's user's own, or other users may write into it
+    /// (LocalTrust.swift).
+    case localFolder = 7
 }
 
 /// A failure that ends the command with a one-line message and an exit code.

@@ -42,6 +42,7 @@ enum Help {
         (0, "ok"), (1, "other failure"), (2, "bad command line"), (3, "mount point problem"),
         (4, "missing or rejected credentials"), (5, "Dropbox unreachable"),
         (6, "FUSE unavailable or not allowed (e.g. --allow-other)"),
+        (7, "a cache or store folder not the user's own, or writable by other users"),
     ]
 
     private static var mainText: String { mainParagraphs.joined(separator: "\n\n") }

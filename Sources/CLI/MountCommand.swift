@@ -139,7 +139,10 @@ enum MountCommand {
         core.setInvalidationHandler { session.invalidate($0) }
         defer {
             core.stop()
-            store?.close()
+            // Bounded, as the disk cache's writes are: the store's disk may have stopped answering.
+            if let store, !store.close(waitingAtMost: 1.5) {
+                Log.warning("the stored tree's last writes are still waiting for the disk at unmount; not waiting for them")
+            }
             laterStores.closeAll()
         }
         let syncing = restored != nil
@@ -175,7 +178,11 @@ enum MountCommand {
         }
         SystemdNotify.stopping()
         MountGuard.disarm(guardHandle)
-        core.finishDiskCacheWrites()
+        // Bounded: a cache disk that stopped answering must not keep the daemon from exiting
+        // within its stop bound (docs/SEMANTICS.md, "Unmounting with requests in flight").
+        if !core.finishDiskCacheWrites(waitingAtMost: 1.5) {
+            Log.warning("disk cache: writes still waiting for the disk at unmount; not waiting for them")
+        }
         Log.info("unmounted \(mountpoint)")
         return .success
     }
@@ -323,11 +330,15 @@ struct MountConfiguration {
         close(fd)
     }
 
-    /// Before any request: CACHE_DIR, if it exists, is a folder.
+    /// Before any request: CACHE_DIR, if it exists, is a folder; it and the folders of stored trees
+    /// and contents in it are the daemon's user's own (LocalTrust).
     func checkCacheFolder() throws(CommandFailure) {
         var st = stat()
         if stat(cacheFolder, &st) == 0 && st.st_mode & S_IFMT != S_IFDIR {
             throw CommandFailure(.usage, "the cache folder \(cacheFolder) is not a folder (see --cache-dir)")
+        }
+        if let problem = LocalTrust.problem(withCacheFolder: cacheFolder) {
+            throw CommandFailure(.localFolder, "cannot use the cache folder: \(problem)")
         }
     }
 

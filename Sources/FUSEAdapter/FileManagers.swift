@@ -86,7 +86,7 @@ final class FileManagers: Sendable {
         var count = 0
         while count < buffer.count {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0, errno == EINTR { continue }
+            // EINTR included: this runs on the FUSE thread, which a stopping signal interrupts.
             guard n > 0 else {
                 if n < 0 { return nil }
                 break

@@ -2,10 +2,10 @@
 // decodes libfuse's arguments), it calls the core and turns the result into a Reply
 // (`request.answer`); any error goes to the one failure path (FUSERequest.fail). Operations the
 // core may have to wait for (lookup, opendir and readdir of a folder not listed yet or waiting for
-// thumbnails, open of an export-only document, read, statfs) answer from a Task when they must,
-// so a FUSE thread never waits on the network. Nothing here knows about Dropbox or decides about
-// caching; which process is a file manager is the adapter's to tell (FileManagers.swift), what to
-// do about it the core's. Every operation that would change the filesystem answers EROFS.
+// thumbnails, open of an export-only document or of a file with a disk cache entry, read, statfs)
+// answer from a Task when they must, so a FUSE thread never waits on the network or the disk.
+// Nothing here knows about Dropbox or decides about caching; which process is a file manager is the
+// adapter's to tell (FileManagers.swift), what to do about it the core's. Every operation that would change the filesystem answers EROFS.
 
 import DropboxFS
 
@@ -122,19 +122,26 @@ enum Operations {
     }
 
     /// Opening for writing (or with O_TRUNC) answers EROFS; an export-only document is exported
-    /// first, from a Task (Exports.swift).
+    /// first, and a file with a disk cache entry has it opened first (off this thread: the disk
+    /// may stop answering), from a Task (Exports.swift, Reader/DiskWork.swift).
     static func open(_ request: FUSERequest, info: FileInfo) {
         let (core, inode) = (request.core, request.inode)
         request.answer(
             now: { () throws(FilesystemError) -> Reply? in
                 if info.wantsWriting { throw .readOnly }
                 do throws(FilesystemError) {
-                    return .open(info.opened(try core.openFile(inode)))
+                    return try core.openFileCached(inode).map { .open(info.opened($0)) }
                 } catch .notDownloadable {
                     return nil
                 }
             },
-            later: { () throws(FilesystemError) -> Reply in .open(info.opened(try await core.openExport(inode))) })
+            later: { () throws(FilesystemError) -> Reply in
+                do throws(FilesystemError) {
+                    return .open(info.opened(try await core.openFile(inode)))
+                } catch .notDownloadable {
+                    return .open(info.opened(try await core.openExport(inode)))
+                }
+            })
     }
 
     static func read(_ request: FUSERequest, size: Int, offset: Int, handle: UInt64) {

@@ -11,9 +11,8 @@
 // 100,000-entry walk took 1.2 to 1.4 s instead of 1.5 to 2.3 s (docs/PERFORMANCE.md, "Spinning
 // for the next request").
 //
-// One thread serves every request, inline: no FUSE handler waits for the network or for another
-// request (anything that waits is answered later from a task, see Operations.swift; open and
-// release touch the local disk cache at most), so a second thread would only add the hand-over
+// One thread serves every request, inline: no FUSE handler waits for the network, the disk or
+// another request (anything that waits is answered later from a task, see Operations.swift), so a second thread would only add the hand-over
 // wake-ups this loop exists to avoid (measured: handing the watch to a follower thread for each
 // request lost the whole gain).
 //
@@ -24,7 +23,8 @@
 // (unmounted, or the connection aborted) ends the loop too; whether the kernel ended the
 // connection is FUSESession's to tell, from the device. Since signals are now delivered to the
 // thread that runs the callbacks (libfuse's workers block them), a system call in a callback may
-// fail with EINTR and must be retried where that matters (CacheFile.openForReading). Not spinning
+// fail with EINTR; none is retried (a retry would keep a stopping daemon waiting), and none that
+// can wait runs here at all: disk cache calls run on the disk queue (Reader/DiskWork.swift). Not spinning
 // where only one CPU is usable: it would only take the CPU from the process whose request it
 // waits for.
 

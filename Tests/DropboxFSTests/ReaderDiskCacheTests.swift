@@ -3,6 +3,7 @@
 // modes; damaged or truncated entries are detected and downloaded again; temporary files of dead
 // processes are cleaned; the size cap evicts least recently used entries.
 
+import Dispatch
 import DropboxAPI
 @testable import DropboxFS
 import DropboxTestSupport
@@ -181,10 +182,11 @@ private let M = 1 << 20
         let folder = try TemporaryFolder()
         let key = String(repeating: "c", count: 64)
         try folder.write(key, [1, 2, 3])
-        let cache = try #require(DiskCache.open(DiskCacheOptions(directory: folder.path, capacity: UInt64(M))))
+        let queue = DispatchQueue(label: "disk")
+        let cache = try #require(DiskCache.open(DiskCacheOptions(directory: folder.path, capacity: UInt64(M)), queue: queue))
         var hits = 0
         for _ in 0..<100_000 {
-            if case .hit = cache.entry(key: key, size: 3) { hits += 1 }
+            if case .hit = queue.sync(execute: { cache.entry(key: key, size: 3) }) { hits += 1 }
         }
         #expect(hits == 100_000)
     }
@@ -197,15 +199,17 @@ private let M = 1 << 20
         let gone = String(repeating: "b", count: 64)
         try folder.write(short, [1, 2, 3])
         try folder.write(gone, [1, 2, 3])
-        let cache = try #require(DiskCache.open(DiskCacheOptions(directory: folder.path, capacity: UInt64(M))))
+        let queue = DispatchQueue(label: "disk")
+        let cache = try #require(DiskCache.open(DiskCacheOptions(directory: folder.path, capacity: UInt64(M)), queue: queue))
         #expect(cache.usedBytes == 6)
         unlink(folder.path + "/" + gone)
         for (key, size) in [(short, 4), (gone, 3)] as [(String, UInt64)] {
-            guard case .miss = cache.entry(key: key, size: size) else {
+            guard case .miss = queue.sync(execute: { cache.entry(key: key, size: size) }) else {
                 Issue.record("\(key.prefix(1)): not a miss")
                 continue
             }
         }
+        queue.sync {}  // the deletions are queued there
         #expect(cache.usedBytes == 0)
         #expect(try folder.items().isEmpty)
         for code in [EMFILE, ENFILE, ENOMEM, EACCES, EPERM, EIO] { #expect(!DiskCache.showsEntryIsBad(code)) }

@@ -20,7 +20,7 @@ import Testing
         var inodes: [UInt64] = []
         for i in 0..<50 {
             let inode = try await fixture.inode("/many/f\(i).bin")  // one kernel reference each
-            let opened = try fixture.fs.openFile(inode)
+            let opened = try await fixture.fs.openFile(inode)
             _ = try await fixture.fs.read(handle: opened.handle, offset: 0, size: 100)
             fixture.fs.releaseFile(handle: opened.handle)
             inodes.append(inode)

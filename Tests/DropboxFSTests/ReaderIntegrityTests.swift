@@ -70,8 +70,8 @@ private let M = 1 << 20
         large.fs.setInvalidationHandler { batch in published.withLock { $0 += batch } }
         large.fake.addFile("/integrity/pages.bin", size: UInt64(size), seed: 14)
         let inode = try await large.inode("/integrity/pages.bin")
-        let before = try large.fs.openFile(inode)  // opened before the damaged pass, left unread
-        let opened = try large.fs.openFile(inode)
+        let before = try await large.fs.openFile(inode)  // opened before the damaged pass, left unread
+        let opened = try await large.fs.openFile(inode)
         #expect(await Self.pass(large, opened.handle, size: size).failedAt != nil)
         try await CoreTests.waitUntil("the damaged file's pages were dropped") {
             published.withLock { $0 }.contains(.inode(inode))
@@ -209,8 +209,8 @@ private let M = 1 << 20
         fake.addFile("/restart.bin", size: UInt64(size), seed: 77)
         let source = try #require(fake.contents(of: "/restart.bin"))
         let inode = try await Self.inode(fs, "/restart.bin")
-        let a = try fs.openFile(inode)
-        let b = try fs.openFile(inode)
+        let a = try await fs.openFile(inode)
+        let b = try await fs.openFile(inode)
         // A reads the first half: the first units (damaged, hashed) are evicted meanwhile.
         var offset = 0
         while offset < 6 * M {
@@ -257,7 +257,7 @@ private let M = 1 << 20
         fixture.fake.addFile("/integrity/nohash.bin", size: UInt64(2 * M), seed: 6)
         let inode = try await fixture.inode("/integrity/nohash.bin")
         let rev = try #require(fixture.fs.extendedAttributes(of: inode).first { $0.name == "user.dropbox.rev" }?.value)
-        let opened = fixture.fs.reader.open(
+        let opened = try await fixture.fs.reader.open(
             PinnedFile(inode: inode, path: "/integrity/nohash.bin", rev: rev, size: UInt64(2 * M), contentHash: nil))
         let bytes = try await fixture.fs.read(handle: opened.handle, offset: 0, size: 2 * M)
         #expect(bytes == fixture.fake.contents(of: "/integrity/nohash.bin"))

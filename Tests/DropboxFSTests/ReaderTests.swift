@@ -201,7 +201,7 @@ private let M = 1 << 20
         fixture.fake.addNonDownloadable("/Notes.paper", exportAs: "markdown", size: 10)
         let inode = try await fixture.inode("/Notes.paper")
         LogCapture.start()
-        #expect(throws: FilesystemError.notDownloadable) { try fixture.fs.openFile(inode) }
+        #expect(throws: FilesystemError.notDownloadable) { try fixture.fs.openFileCached(inode) }
         #expect(FilesystemError.notDownloadable.errno == 13)
         #expect(LogCapture.lines(containing: "/Notes.paper").isEmpty)
         #expect(fixture.recorder.ranges.isEmpty)
@@ -213,9 +213,9 @@ private let M = 1 << 20
         fixture.fake.addFolder("/dir")
         fixture.fake.addSymlink("/link", target: "/dir")
         let folder = try await fixture.inode("/dir")
-        #expect(throws: FilesystemError.isADirectory) { try fixture.fs.openFile(folder) }
+        #expect(throws: FilesystemError.isADirectory) { try fixture.fs.openFileCached(folder) }
         let link = try await fixture.inode("/link")
-        #expect(throws: FilesystemError.notSupported) { try fixture.fs.openFile(link) }
+        #expect(throws: FilesystemError.notSupported) { try fixture.fs.openFileCached(link) }
         #expect(try fixture.fs.readlink(link) == "/dir")
     }
 
@@ -238,19 +238,19 @@ private let M = 1 << 20
         let fixture = ReaderFixture()
         let first = fixture.fake.addFile("/pc.bin", contents: [1, 2, 3])
         let inode = try await fixture.inode("/pc.bin")
-        let a = try fixture.fs.openFile(inode)
-        let b = try fixture.fs.openFile(inode)
+        let a = try await fixture.fs.openFile(inode)
+        let b = try await fixture.fs.openFile(inode)
         #expect(a.pageCache == .drop)
         #expect(b.pageCache == .keep)
         // Another revision opened while the first is open must not share the page cache.
         let reader = fixture.fs.reader
         let other = PinnedFile(inode: inode, path: "/pc.bin", rev: first.rev + "0", size: 3, contentHash: nil)
-        let c = reader.open(other)
+        let c = try await reader.open(other)
         #expect(c.pageCache == .bypass)
         for handle in [a.handle, b.handle, c.handle] { fixture.fs.releaseFile(handle: handle) }
         // Once only the new revision is open, the kernel's pages of the old one are dropped.
-        #expect(reader.open(other).pageCache == .drop)
-        #expect(reader.open(other).pageCache == .keep)
+        #expect(try await reader.open(other).pageCache == .drop)
+        #expect(try await reader.open(other).pageCache == .keep)
     }
 
     /// The content_hash check is per content, but the page cache is per inode: pages an inode got
@@ -265,7 +265,7 @@ private let M = 1 << 20
         fixture.fake.addFile("/z.bin", size: UInt64(12 * M), seed: 92)
         let source = try #require(fixture.fake.contents(of: "/x.bin"))
         let x = try await fixture.inode("/x.bin")
-        let first = try fixture.fs.openFile(x)
+        let first = try await fixture.fs.openFile(x)
         #expect(first.pageCache == .drop)
         // A random read of X: unchecked, and damaged on the way; the kernel caches this page of X.
         let random = try await fixture.fs.read(handle: first.handle, offset: UInt64(10 * M), size: 4 * K)
@@ -275,7 +275,7 @@ private let M = 1 << 20
         _ = try await fixture.readAll("/z.bin")
         #expect(try await fixture.readAll("/y.bin") == source)
         // X opened again: its page cache still holds the damaged, never-checked page.
-        let again = try fixture.fs.openFile(x)
+        let again = try await fixture.fs.openFile(x)
         #expect(again.pageCache != .keep, "the kernel would serve X's damaged page to the next cat")
         fixture.fs.releaseFile(handle: again.handle)
     }
@@ -334,7 +334,7 @@ struct ReaderFixture: Sendable {
     }
 
     func open(_ path: String) async throws -> OpenedFile {
-        try fs.openFile(try await inode(path))
+        try await fs.openFile(try await inode(path))
     }
 
     /// Opens `path`, reads it from start to end in `chunk`-byte reads, and releases it.

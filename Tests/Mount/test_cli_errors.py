@@ -219,7 +219,7 @@ def test_help(binary):
     rc, out, err = dropboxfs(binary, "--help")
     assert rc == 0 and err == ""
     assert "dropboxfs mount" in out and "fusermount3 -u" in out
-    for code in range(7):
+    for code in range(8):
         assert re.search(rf"\b{code} [a-zA-Z]", out), f"exit code {code} undocumented"
     rc2, out2, _ = dropboxfs(binary, "-h")
     assert rc2 == 0 and out2 == out

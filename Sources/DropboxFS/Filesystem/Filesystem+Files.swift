@@ -1,36 +1,40 @@
 // Open files, as the FUSE adapter sees them: open pins the revision the tree holds now, read
-// answers from that revision only (FileReader), release forgets the handle. Export-only documents
-// open through `openExport` (below; the handles are Reader/Exports.swift); folders and symlinks cannot be opened; writes are
-// refused by the adapter (EROFS).
+// answers from that revision only (FileReader), release forgets the handle. The FUSE thread opens
+// with `openFileCached`, which never waits: it answers nil when the open needs the disk (a disk
+// cache entry to open) and throws `.notDownloadable` for an export-only document; the adapter then
+// opens from a task with `openFile` or `openExport` (below; the handles are Reader/Exports.swift).
+// Folders and symlinks cannot be opened; writes are refused by the adapter (EROFS).
 
+import Dispatch
 import DropboxAPI
 
 extension Filesystem {
-    /// Opens a file for reading, pinned to its current revision.
-    public func openFile(_ inode: UInt64) throws(FilesystemError) -> OpenedFile {
-        enum Opening {
-            case file(PinnedFile)
-            case exportOnly(String)
-        }
+    /// Opens a file for reading, pinned to its current revision, without waiting: nil when the
+    /// open needs the disk (`openFile`, from a task); `.notDownloadable` for an export-only
+    /// document (`openExport`).
+    public func openFileCached(_ inode: UInt64) throws(FilesystemError) -> OpenedFile? {
+        reader.openNow(try pinnedFile(inode))
+    }
+
+    /// Opens a file for reading, pinned to its current revision, opening its disk cache entry
+    /// first when there is one (on the disk queue; an interrupt stops the wait).
+    public func openFile(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
+        try await reader.open(try pinnedFile(inode))
+    }
+
+    /// The file's current revision; `.notDownloadable` for an export-only document.
+    private func pinnedFile(_ inode: UInt64) throws(FilesystemError) -> PinnedFile {
         let index = try Self.index(inode)
-        let opening = try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> Opening in
+        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> PinnedFile in
             guard let node = s.tree.node(index) else { throw .stale }
             switch node.kind {
             case .folder: throw .isADirectory
             case .symlink: throw .notSupported
             case .file: break
             }
-            let path = s.tree.path(of: index)
-            guard node.isDownloadable else { return .exportOnly(path) }
-            return .file(
-                PinnedFile(inode: inode, path: path, rev: node.rev, size: node.size, contentHash: node.contentHash))
-        }
-        switch opening {
-        case .file(let file):
-            return reader.open(file)
-        case .exportOnly:
             // Not an error for the caller to show: open it with `openExport` (below).
-            throw .notDownloadable
+            guard node.isDownloadable else { throw .notDownloadable }
+            return PinnedFile(inode: inode, path: s.tree.path(of: index), rev: node.rev, size: node.size, contentHash: node.contentHash)
         }
     }
 
@@ -49,10 +53,19 @@ extension Filesystem {
         }
     }
 
-    /// Waits until the disk cache writes queued so far (and the commits they trigger) are done;
-    /// called at unmount so a file read just before is found in the cache next time.
-    public func finishDiskCacheWrites() {
-        reader.diskQueue.sync {}
+    /// Waits until the disk cache writes queued so far (and the commits they trigger) are done,
+    /// at most `timeout` (nil: however long it takes); called at unmount so a file read just before
+    /// is found in the cache next time. False when the time ran out (a disk that stopped answering
+    /// must not keep a stopping daemon from exiting).
+    @discardableResult
+    public func finishDiskCacheWrites(waitingAtMost timeout: Double? = nil) -> Bool {
+        guard let timeout else {
+            reader.diskQueue.sync {}
+            return true
+        }
+        let done = DispatchSemaphore(value: 0)
+        reader.diskQueue.async { done.signal() }
+        return done.wait(timeout: .now() + timeout) == .success
     }
 }
 

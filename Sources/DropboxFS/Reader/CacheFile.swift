@@ -113,13 +113,22 @@ enum CacheFolder {
         return .success(items)
     }
 
-    /// The file, open for reading, or why it could not be opened (a signal interrupting the open
-    /// is not such a failure: the FUSE thread that calls this is the one signals are sent to).
+    /// The entry, open for reading, or why it could not be opened. Opened without following a
+    /// symlink and without waiting (O_NONBLOCK: a FIFO or a device put at an entry's name answers
+    /// at once instead of waiting for a writer), then checked with fstat to be a regular file: any
+    /// other kind fails as ENXIO, which says the entry is bad. A signal interrupting the open is
+    /// not retried: the entry is kept and this use goes without it (it runs on the disk queue,
+    /// docs/ARCHITECTURE.md "Threads", and a retry would only keep a stopping daemon waiting).
     @Sendable static func openForReading(_ path: String) -> Result<CacheFile, CacheIOError> {
-        var descriptor: Int32
-        repeat { descriptor = open(path, O_RDONLY | O_CLOEXEC) } while descriptor < 0 && errno == EINTR
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
         guard descriptor >= 0 else { return .failure(CacheIOError(operation: "open \(path)", code: errno)) }
-        return .success(CacheFile(descriptor: descriptor))
+        let file = CacheFile(descriptor: descriptor)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return .failure(CacheIOError(operation: "fstat \(path)", code: errno)) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            return .failure(CacheIOError(operation: "open \(path) (not a regular file)", code: ENXIO))
+        }
+        return .success(file)
     }
 
     /// Creates a new file (mode 0600) for reading and writing; fails if it exists.

@@ -13,10 +13,18 @@
 // size, or failed its check. An open that fails for a reason that says nothing of the entry (too
 // many open files, no memory, no permission) leaves it in place: that use goes without it.
 //
+// A cache folder on a disk that stops answering (NFS whose server is gone, a stuck USB disk) must
+// not stop the mount: opening an entry (`entry`) is called on the disk queue only (FileReader
+// answers such an open later), and touching an entry (its "last used" mtime) and deleting an entry
+// or a temporary file are queued there (`queue`), whatever thread asks; the index is updated at
+// once. The queue is serial, so an entry's deletion and a later commit under the same name keep
+// their order.
+//
 // Locking: `state` guards the index of entries, the bytes reserved by downloads in progress and the
 // set of checked keys. No file I/O happens while it is held. `openEntry` has its own lock, held
 // only to read or replace the function.
 
+import Dispatch
 import DropboxAPI
 import Log
 import Synchronization
@@ -46,27 +54,32 @@ final class DiskCache: Sendable {
         var nextTemporary: UInt64 = 0
         /// Keys whose file matched its content_hash, or was written from checked bytes, in this process.
         var checked: Set<String> = []
+        /// The folder's disk refused a write (read-only, full, over quota): no new entry is started.
+        var writesOff = false
     }
 
     static let temporaryPrefix = ".partial-"
 
     let directory: String
     let capacity: UInt64
+    /// The disk queue (FileReader.diskQueue): where the file system calls that may wait run.
+    let queue: DispatchQueue
     private let state: Mutex<State>
     /// How an entry is opened for reading: CacheFolder.openForReading, which tests replace to make
     /// the open fail as a busy system does (too many open files, no memory). Wrapped: a bare closure
     /// in a Mutex grows a thunk at every read (StoredClosure.swift).
     let openEntry = Mutex(StoredClosure<@Sendable (String) -> Result<CacheFile, CacheIOError>>(CacheFolder.openForReading))
 
-    private init(directory: String, capacity: UInt64, entries: [String: Entry]) {
+    private init(directory: String, capacity: UInt64, entries: [String: Entry], queue: DispatchQueue) {
         self.directory = directory
         self.capacity = capacity
+        self.queue = queue
         self.state = Mutex(State(entries: entries))
     }
 
     /// Opens the cache folder (creating it), forgets temporary files of dead processes and trims
     /// the entries to the capacity. Nil, with a warning, when the folder cannot be used.
-    static func open(_ options: DiskCacheOptions) -> DiskCache? {
+    static func open(_ options: DiskCacheOptions, queue: DispatchQueue) -> DiskCache? {
         if let error = CacheFolder.makeDirectories(options.directory) {
             Log.warning("disk cache disabled: \(error)")
             return nil
@@ -86,7 +99,7 @@ final class DiskCache: Sendable {
                 entries[item.name] = Entry(size: item.size, lastUsed: item.modified)
             }
         }
-        let cache = DiskCache(directory: options.directory, capacity: options.capacity, entries: entries)
+        let cache = DiskCache(directory: options.directory, capacity: options.capacity, entries: entries, queue: queue)
         cache.trim()
         return cache
     }
@@ -102,9 +115,15 @@ final class DiskCache: Sendable {
         case unavailable(CacheIOError)
     }
 
+    /// Whether an entry for `key` is known: opening it is disk work (`entry`, on the disk queue).
+    func knows(key: String) -> Bool {
+        state.withLock { $0.entries[key] != nil }
+    }
+
     /// The complete entry for `key` when one of exactly `size` bytes exists, and whether it was
-    /// checked in this process. Marks it used.
+    /// checked in this process. Marks it used. Called on the disk queue only: the open may wait.
     func entry(key: String, size: UInt64) -> Lookup {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard state.withLock({ $0.entries[key] != nil }) else { return .miss }
         let open = openEntry.withLock { $0.call }
         let file: CacheFile
@@ -140,9 +159,10 @@ final class DiskCache: Sendable {
         code == ENOENT || code == EISDIR || code == ELOOP || code == ENXIO
     }
 
-    /// Marks an entry in use used again (it moves to the back of the eviction order).
+    /// Marks an entry in use used again (it moves to the back of the eviction order); its mtime is
+    /// set on the disk queue.
     func markUsed(key: String, file: CacheFile) {
-        file.touch()
+        queue.async { file.touch() }
         let now = CacheFolder.now()
         state.withLock { $0.entries[key]?.lastUsed = now }
     }
@@ -152,18 +172,20 @@ final class DiskCache: Sendable {
         _ = state.withLock { $0.checked.insert(key) }
     }
 
-    /// Deletes the entry for `key` (it was unreadable or did not match its hash).
+    /// Deletes the entry for `key` (it was unreadable or did not match its hash): forgotten now,
+    /// deleted on the disk queue.
     func discard(key: String) {
         state.withLock { s in
             s.entries[key] = nil
             s.checked.remove(key)
         }
-        CacheFolder.remove(path(of: key))
+        removeLater(path(of: key))
     }
 
     /// Starts a download of `size` bytes for `key`, evicting least recently used entries to make
     /// room; nil when it cannot fit or the temporary file cannot be created.
     func begin(key: String, size: UInt64) -> Partial? {
+        guard !state.withLock({ $0.writesOff }) else { return nil }
         let plan = state.withLock { s -> (victims: [String], number: UInt64)? in
             let entries = s.entries.map { EvictionOrder.CacheEntry(key: $0.key, size: $0.value.size, lastUsed: $0.value.lastUsed) }
             guard
@@ -182,16 +204,30 @@ final class DiskCache: Sendable {
             Log.debug("disk cache: no room for \(size) bytes beside the downloads being written; not cached")
             return nil
         }
-        for victim in plan.victims { CacheFolder.remove(path(of: victim)) }
+        for victim in plan.victims { removeLater(path(of: victim)) }
         let temporary = directory + "/" + Self.temporaryPrefix + "\(CacheFolder.processID)-\(plan.number)"
         switch CacheFolder.create(temporary) {
         case .success(let file):
             return Partial(key: key, size: size, path: temporary, file: file)
         case .failure(let error):
-            Log.warning("disk cache: \(error)")
             state.withLock { $0.reserved -= size }
+            if !refusesWrites(error) { Log.warning("disk cache: \(error)") }
             return nil
         }
+    }
+
+    /// Whether `error` says the folder's disk takes no writes (read-only, full, over quota): then,
+    /// with one warning, no new entry is started in this mount (entries already there still serve).
+    /// True for such an error, also when writes were off already.
+    @discardableResult
+    func refusesWrites(_ error: CacheIOError) -> Bool {
+        guard error.code == EROFS || error.code == ENOSPC || error.code == EDQUOT else { return false }
+        let first = state.withLock { s -> Bool in
+            defer { s.writesOff = true }
+            return !s.writesOff
+        }
+        if first { Log.warning("disk cache: \(error); no new contents are cached by this mount") }
+        return true
     }
 
     /// Gives a finished download, whose bytes matched the content_hash, its final name.
@@ -211,10 +247,15 @@ final class DiskCache: Sendable {
         return true
     }
 
-    /// Deletes an unfinished download and frees its reservation.
+    /// Deletes an unfinished download (on the disk queue) and frees its reservation.
     func abandon(_ partial: Partial) {
-        CacheFolder.remove(partial.path)
+        removeLater(partial.path)
         state.withLock { $0.reserved -= partial.size }
+    }
+
+    /// Deletes `path` on the disk queue: an unlink in a folder that stopped answering waits.
+    private func removeLater(_ path: String) {
+        queue.async { CacheFolder.remove(path) }
     }
 
     /// Bytes of complete entries and of downloads in progress.

@@ -16,7 +16,12 @@
 // Locking: `state` (one Mutex) guards ReaderState. It is never held across an await, a download,
 // disk I/O or hashing; disk cache files given up inside it are deleted after it is released.
 // Writes to the disk cache run on `diskQueue` (one thread outside Swift's small cooperative pool),
-// so readers get a part as soon as it arrives.
+// so readers get a part as soon as it arrives; so do the opens of disk cache entries, their
+// touches and deletions, and the creation of a new entry, which may wait on a disk that stopped
+// answering (DiskCache.swift): an open that must open an entry is answered from a task (`openNow`
+// says so by answering nil), and the FUSE thread never waits for the disk. A task waits for the
+// disk queue at most `diskWait`, then goes without the cache; while such work is overdue the
+// queue counts as stalled and nobody waits for it (Reader/DiskWork.swift).
 
 import Dispatch
 import DropboxAPI
@@ -30,7 +35,11 @@ final class FileReader: Sendable {
     /// Where the pages the kernel cached of a content found damaged are dropped (the FUSE session).
     let invalidations: InvalidationPublisher?
     let state = Mutex(ReaderState())
-    let diskQueue = DispatchQueue(label: "dropboxfs.disk-cache")
+    let diskQueue: DispatchQueue
+    /// Whether work on `diskQueue` is overdue (DiskWork.swift).
+    let diskStall = DiskStall()
+    /// How long an open or a read waits for the disk queue before it goes without the cache.
+    static let diskWait = 0.5
     /// Runs between two pieces of a disk entry's check: a yield, which tests replace to hold a
     /// check in progress (wrapped: StoredClosure.swift).
     let diskCheckPause = Mutex(StoredClosure<@Sendable () async -> Void>({ await Task.yield() }))
@@ -39,7 +48,9 @@ final class FileReader: Sendable {
         self.client = client
         self.options = options
         self.invalidations = invalidations
-        diskCache = options.diskCache.flatMap(DiskCache.open)
+        let queue = DispatchQueue(label: "dropboxfs.disk-cache")
+        diskQueue = queue
+        diskCache = options.diskCache.flatMap { DiskCache.open($0, queue: queue) }
     }
 
     /// Runs `body` under the lock, then deletes the disk downloads it gave up.
@@ -55,31 +66,56 @@ final class FileReader: Sendable {
 
     // MARK: open and release
 
-    func open(_ file: PinnedFile) -> OpenedFile {
-        let key = file.key
-        var disk = DiskState.none
-        // The content's entry exists but cannot be opened now: no second one is written over it.
-        var entryUnavailable = false
-        if let diskCache, case .hash(let hash) = key, file.size > 0 {
+    /// Opens a handle without waiting for the disk: nil when the content's disk cache entry must be
+    /// opened first (`open`, from a task). An entry already open is marked used on the disk queue.
+    func openNow(_ file: PinnedFile) -> OpenedFile? {
+        if let diskCache, case .hash(let hash) = file.key, file.size > 0 {
             let known = state.withLock { s -> (exists: Bool, entry: CacheFile?) in
-                guard let content = s.contents[key] else { return (false, nil) }
+                guard let content = s.contents[file.key] else { return (false, nil) }
                 guard case .complete(let entry, _) = content.disk else { return (true, nil) }
                 return (true, entry)
             }
             if let entry = known.entry {
                 diskCache.markUsed(key: hash.hex, file: entry)
-            } else if !known.exists {
-                switch diskCache.entry(key: hash.hex, size: file.size) {
-                case .hit(let entry, let checked):
-                    disk = .complete(entry, checked: checked)
-                case .miss:
-                    break
-                case .unavailable(let error):
-                    Log.warning("disk cache: \(error); reading \(file.label) from Dropbox this time")
-                    entryUnavailable = true
-                }
+            } else if !known.exists && diskCache.knows(key: hash.hex) {
+                // A disk that stopped answering is not waited for again: Dropbox serves this open.
+                guard diskStall.isStalled else { return nil }
+                Log.debug("disk cache: the disk is not answering; reading \(file.label) from Dropbox this time")
+                return install(file, disk: .none, entryUnavailable: true)
             }
         }
+        return install(file, disk: .none, entryUnavailable: false)
+    }
+
+    /// Opens a handle, opening the content's disk cache entry on the disk queue when one is known.
+    /// An interrupted open stops waiting at once (`.interrupted`); the entry's open goes on and
+    /// its file is dropped. A disk that does not answer within `diskWait` is not waited for: the
+    /// handle reads from Dropbox.
+    func open(_ file: PinnedFile) async throws(FilesystemError) -> OpenedFile {
+        if let opened = openNow(file) { return opened }
+        guard let diskCache, case .hash(let hash) = file.key else { return install(file, disk: .none, entryUnavailable: false) }
+        let found = try await DiskWork.run(on: diskQueue, stall: diskStall, waitingAtMost: Self.diskWait) {
+            diskCache.entry(key: hash.hex, size: file.size)
+        }
+        guard let lookup = found else {
+            Log.warning("disk cache: the disk did not answer within \(Self.diskWait) s; reading \(file.label) from Dropbox this time")
+            return install(file, disk: .none, entryUnavailable: true)
+        }
+        switch lookup {
+        case .hit(let entry, let checked):
+            return install(file, disk: .complete(entry, checked: checked), entryUnavailable: false)
+        case .miss:
+            return install(file, disk: .none, entryUnavailable: false)
+        case .unavailable(let error):
+            Log.warning("disk cache: \(error); reading \(file.label) from Dropbox this time")
+            // The entry exists but cannot be opened now: no second one is written over it.
+            return install(file, disk: .none, entryUnavailable: true)
+        }
+    }
+
+    /// Registers a handle on `file`; `disk` is used only when no other handle holds the content.
+    private func install(_ file: PinnedFile, disk: DiskState, entryUnavailable: Bool) -> OpenedFile {
+        let key = file.key
         return withState { s in
             if s.contents[key] == nil {
                 var content = ContentState(file: file, unitSize: options.unitSize, disk: disk)
@@ -183,7 +219,7 @@ final class FileReader: Sendable {
         guard size > 0 else { return [] }
         for _ in 0..<3 {
             if Task.isCancelled { throw .interrupted }
-            startDiskEntryIfWanted(handle, offset: offset)
+            try await startDiskEntryIfWanted(handle, offset: offset)
             switch try withState({ (s: inout ReaderState) throws(FilesystemError) -> Start in
                 try begin(&s, handle: handle, offset: offset, length: UInt64(size))
             }) {
@@ -395,7 +431,7 @@ final class FileReader: Sendable {
     private func write(_ bytes: [UInt8], range: Range<UInt64>, segment id: UInt64, of file: PinnedFile, to partial: DiskCache.Partial) {
         let key = file.key
         let error = partial.file.write(bytes, at: range.lowerBound)
-        if let error { Log.warning("disk cache: \(error); \(file.label) stays uncached") }
+        if let error, diskCache?.refusesWrites(error) != true { Log.warning("disk cache: \(error); \(file.label) stays uncached") }
         let commit = withState { s -> DiskCache.Partial? in
             s.contents[key]?.segments[id]?.writing = false
             if error != nil {
@@ -462,8 +498,10 @@ final class FileReader: Sendable {
 
     /// Starts a disk cache entry for the content when a read begins at its start (or the file is
     /// small enough to be fetched whole): reads elsewhere in big files do not fill the cache.
-    private func startDiskEntryIfWanted(_ handle: UInt64, offset: UInt64) {
-        guard let diskCache else { return }
+    /// The entry's file is created on the disk queue, waited for at most `diskWait` (and not at all
+    /// while the queue is stalled): without it the content is simply not cached this time.
+    private func startDiskEntryIfWanted(_ handle: UInt64, offset: UInt64) async throws(FilesystemError) {
+        guard let diskCache, !diskStall.isStalled else { return }
         let wanted = withState { s -> (key: ContentKey, name: String, size: UInt64)? in
             guard let file = s.handles[handle]?.file, case .hash(let hash) = file.key,
                 let content = s.contents[file.key], !content.diskTried, content.verification == .pending,
@@ -472,7 +510,11 @@ final class FileReader: Sendable {
             s.contents[file.key]?.diskTried = true
             return (file.key, hash.hex, content.size)
         }
-        guard let wanted, let partial = diskCache.begin(key: wanted.name, size: wanted.size) else { return }
+        guard let wanted else { return }
+        let created = try await DiskWork.run(
+            on: diskQueue, stall: diskStall, waitingAtMost: Self.diskWait, unclaimed: { if let late = $0 { diskCache.abandon(late) } }
+        ) { diskCache.begin(key: wanted.name, size: wanted.size) }
+        guard let partial = created ?? nil else { return }
         let installed = withState { s -> Bool in
             // Bytes that arrived before the entry existed would never be written: no entry then.
             guard let content = s.contents[wanted.key], case .none = content.disk, content.arrived.count == 0 else {

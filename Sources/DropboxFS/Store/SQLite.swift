@@ -21,12 +21,16 @@ final class SQLiteDatabase {
     private(set) var handle: OpaquePointer?
 
     /// Opens (or with `create`, creates) the database at `path`, refusing to follow a symlink.
-    init(path: String, readOnly: Bool = false, create: Bool = true) throws(SQLiteError) {
-        var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
-        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+    /// `immutable` (read-only) reads the file as it is, writing nothing beside it: no journal, no
+    /// shared-memory file, no lock (SQLite's `immutable=1`), for a file on a disk that is full,
+    /// over quota or read-only; what a journal left beside it is not seen.
+    init(path: String, readOnly: Bool = false, create: Bool = true, immutable: Bool = false) throws(SQLiteError) {
+        var flags = readOnly || immutable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        if create && !readOnly && !immutable { flags |= SQLITE_OPEN_CREATE }
         flags |= SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
+        if immutable { flags |= SQLITE_OPEN_URI }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(immutable ? Self.immutableURI(path) : path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close_v2(db)
@@ -37,6 +41,22 @@ final class SQLiteDatabase {
     }
 
     deinit { close() }
+
+    /// `file:PATH?immutable=1`, the path's bytes other than unreserved ones and '/' escaped as %XX.
+    static func immutableURI(_ path: String) -> String {
+        var uri = "file:"
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                uri.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = String(byte, radix: 16, uppercase: true)
+                uri += "%" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return uri + "?immutable=1"
+    }
 
     func close() {
         guard let handle else { return }

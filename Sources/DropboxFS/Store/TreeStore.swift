@@ -17,6 +17,12 @@
 // of the mount keeps a second mount of the same account out (it runs in memory only). Tokens are
 // never stored here.
 //
+// A store that cannot be written (its disk full, over quota or read-only) is still read: the open
+// falls back to reading the file as it is (`openReadOnly`), the mount serves the stored tree
+// (offline or online) with one warning, and nothing is written (`writing` false from the start).
+// Opening writes nothing that has not changed (the meta rows), so a full disk with an unchanged
+// store opens it normally, and the first batch that cannot be written turns writing off.
+//
 // Threads: every SQLite call runs on `queue` (serial), so batches are written in the order they are
 // submitted, off the tree lock. `state` (a Mutex) guards only whether the store still writes.
 
@@ -150,7 +156,9 @@ public final class TreeStore: Sendable {
         var writing = true
         var closed = false
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+    /// Opened by `openReadOnly`: nothing is ever written, not even at close.
+    public let readOnly: Bool
     /// The connection and statements; used on `queue` only (hence unchecked).
     private let connection: Connection
 
@@ -196,28 +204,64 @@ public final class TreeStore: Sendable {
         try makeFolder(folder)
         let path = folder + "/" + identity.fileName
         let lock = Glibc.open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw .unusable("cannot open \(path).lock: \(String(cString: strerror(errno)))") }
+        guard lock >= 0 else {
+            let why = "cannot open \(path).lock: \(String(cString: strerror(errno)))"
+            // A disk that refuses writes may still hold a tree to read (locked by its lock file when one exists).
+            let existing = Glibc.open(path + ".lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            if existing >= 0 && flock(existing, LOCK_EX | LOCK_NB) != 0 {
+                Glibc.close(existing)
+                throw .busy(path: path)
+            }
+            return try openReadOnly(path: path, identity: identity, lock: existing, because: why)
+        }
         guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
             Glibc.close(lock)
             throw .busy(path: path)
         }
         do {
             let connection = try openChecked(path: path, identity: identity)
-            try connection.meta("email", email)
-            try connection.meta("mountpoint", mountpoint)
-            if let tokenTag { try connection.meta("token_tag", tokenTag) }
+            // Written only when they changed: an open that writes fails on a full disk.
+            let meta = try readMeta(connection.database)
+            if meta["email"] != email { try connection.meta("email", email) }
+            if meta["mountpoint"] != mountpoint { try connection.meta("mountpoint", mountpoint) }
+            if let tokenTag, meta["token_tag"] != tokenTag { try connection.meta("token_tag", tokenTag) }
             return TreeStore(
                 path: path, identity: identity, email: email, mountpoint: mountpoint, tokenTag: tokenTag,
-                lock: lock, connection: connection)
+                lock: lock, connection: connection, readOnly: false)
         } catch {
-            Glibc.close(lock)
-            throw .unusable("cannot use the stored tree \(path): \(error)")
+            let why = "cannot use the stored tree \(path): \(error)"
+            return try openReadOnly(path: path, identity: identity, lock: lock, because: why)
+        }
+    }
+
+    /// The store at `path` opened only to be read (its disk refused the writable open, `why`):
+    /// served when it is a store of `identity`, with one warning; otherwise `why` is the error.
+    private static func openReadOnly(
+        path: String, identity: TreeStoreIdentity, lock: Int32, because why: String
+    ) throws(TreeStoreError) -> TreeStore {
+        do {
+            let database = try SQLiteDatabase(path: path, immutable: true)
+            guard try scalar(database, "PRAGMA application_id") == applicationID,
+                try scalar(database, "PRAGMA user_version") == schemaVersion
+            else { throw StoreMismatch(description: "not a dropboxfs tree store of this version") }
+            let meta = try readMeta(database)
+            guard meta["account_id"] == identity.accountID, meta["root"] == identity.rootText,
+                meta["endpoint"] == identity.endpoint
+            else { throw StoreMismatch(description: "of another account, root or server") }
+            let store = TreeStore(
+                path: path, identity: identity, email: meta["email"] ?? "", mountpoint: meta["mountpoint"] ?? "",
+                tokenTag: meta["token_tag"], lock: lock, connection: try Connection(database), readOnly: true)
+            Log.warning("\(why); serving the stored tree read-only: this mount's changes are kept in memory only")
+            return store
+        } catch {
+            if lock >= 0 { Glibc.close(lock) }
+            throw .unusable(why)
         }
     }
 
     private init(
         path: String, identity: TreeStoreIdentity, email: String, mountpoint: String, tokenTag: String?,
-        lock: Int32, connection: Connection
+        lock: Int32, connection: Connection, readOnly: Bool
     ) {
         self.path = path
         self.identity = identity
@@ -226,6 +270,8 @@ public final class TreeStore: Sendable {
         self.tokenTag = tokenTag
         self.lockDescriptor = lock
         self.connection = connection
+        self.readOnly = readOnly
+        self.state = Mutex(State(writing: !readOnly))
     }
 
     /// Opens the database, setting aside (once) a file that is not a store of `identity`.
@@ -320,7 +366,13 @@ public final class TreeStore: Sendable {
                 throw .unusable("cannot create \(built): \(String(cString: strerror(errno)))")
             }
         }
-        chmod(folder, 0o700)
+        // Through a descriptor of the folder itself: a chmod by path would follow a symlink put there.
+        let descriptor = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .unusable("cannot open the folder \(folder): \(String(cString: strerror(errno)))")
+        }
+        fchmod(descriptor, 0o700)
+        Glibc.close(descriptor)
     }
 
     // MARK: Reading
@@ -333,7 +385,7 @@ public final class TreeStore: Sendable {
                 let meta = try Self.readMeta(connection.database)
                 let stateText = meta["state"] ?? "empty"
                 guard stateText == "complete" || stateText == "refilling" else {
-                    try startEmpty()
+                    if !readOnly { try startEmpty() }
                     return nil
                 }
                 var tree = try Self.rebuild(connection.database, folderTime: folderTime, now: now)
@@ -342,9 +394,12 @@ public final class TreeStore: Sendable {
                 return StoredTree(
                     tree: tree, cursor: cursor, syncedAt: Int64(meta["synced_at"] ?? "") ?? 0,
                     filledAt: Int64(meta["filled_at"] ?? "") ?? 0)
-            } catch let error as SQLiteError where error.isDamage {
+            } catch let error as SQLiteError where error.isDamage && !readOnly {
                 // A damaged file (its header sound, some page not) cannot be trusted to be emptied.
                 replaceDamaged(reason: "damaged (\(error))")
+                return nil
+            } catch where readOnly {
+                Log.warning("the stored tree \(Log.quoted(path)) cannot be read (\(error)); listing the account again")
                 return nil
             } catch {
                 Log.warning("the stored tree \(Log.quoted(path)) cannot be read (\(error)); listing the account again")
@@ -458,9 +513,15 @@ public final class TreeStore: Sendable {
         return tree
     }
 
-    /// What the store at `path` says of itself, opened read-only (nil when it is not a readable store).
+    /// What the store at `path` says of itself, opened read-only (nil when it is not a readable
+    /// store); read as it is when a read-only open fails (a full or read-only disk, where SQLite
+    /// cannot make the files a journaled read needs).
     public static func info(path: String) -> TreeStoreInfo? {
-        guard let database = try? SQLiteDatabase(path: path, readOnly: true, create: false),
+        info(path: path, immutable: false) ?? info(path: path, immutable: true)
+    }
+
+    private static func info(path: String, immutable: Bool) -> TreeStoreInfo? {
+        guard let database = try? SQLiteDatabase(path: path, readOnly: true, create: false, immutable: immutable),
             (try? scalar(database, "PRAGMA application_id")) == applicationID,
             (try? scalar(database, "PRAGMA user_version")) == schemaVersion,
             let meta = try? readMeta(database), let account = meta["account_id"],
@@ -569,18 +630,29 @@ public final class TreeStore: Sendable {
         if first { Log.warning("\(why); the tree is no longer stored (\(Log.quoted(path)))") }
     }
 
-    /// Writes what is queued, closes the database and releases the lock (at unmount).
-    public func close() {
+    /// Writes what is queued, closes the database and releases the lock (at unmount), waiting at
+    /// most `timeout` seconds (nil: however long it takes). False when the time ran out: the queue
+    /// waits on a disk that stopped answering, and the process's exit releases the lock.
+    @discardableResult
+    public func close(waitingAtMost timeout: Double? = nil) -> Bool {
         let already = state.withLock { s -> Bool in
             defer { s.closed = true }
             return s.closed
         }
-        guard !already else { return }
-        queue.sync {
+        guard !already else { return true }
+        let done = DispatchSemaphore(value: 0)
+        queue.async { [self] in
             // A clean close checkpoints the journal into the database file.
-            try? connection.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if !readOnly { try? connection.database.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
             connection.close()
+            done.signal()
         }
-        Glibc.close(lockDescriptor)
+        if let timeout {
+            guard done.wait(timeout: .now() + timeout) == .success else { return false }
+        } else {
+            done.wait()
+        }
+        if lockDescriptor >= 0 { Glibc.close(lockDescriptor) }
+        return true
     }
 }

@@ -167,7 +167,8 @@ extension LiveTree.State {
         tree.setComplete(folder, true, at: now)
     }
 
-    /// Parses an entry's name, logging each name the kernel cannot carry once.
+    /// Parses an entry's name, logging each name the kernel cannot carry once (after the tree's
+    /// lock is released: OffLockLog).
     mutating func validName(_ entry: Metadata) -> NodeName? {
         switch NodeName.parse(entry.name) {
         case .success(let name):
@@ -175,18 +176,18 @@ extension LiveTree.State {
         case .failure(let why):
             let key = entry.pathLower ?? entry.name
             if hiddenPaths.insert(key).inserted {
-                Log.warning("hiding \(Log.quoted(entry.pathDisplay ?? entry.name)): \(why)")
+                OffLockLog.warning("hiding \(Log.quoted(entry.pathDisplay ?? entry.name)): \(why)")
             }
             return nil
         }
     }
 
     /// Logs, once each, the folders made from paths that the listing of `epoch` (0: change batches)
-    /// never confirmed with an entry of their own; returns how many.
+    /// never confirmed with an entry of their own (off the lock: OffLockLog); returns how many.
     mutating func reportUnconfirmedFolders(madeBy epoch: UInt32) -> Int {
         let folders = tree.takeUnconfirmedFolders(madeBy: epoch)
         for folder in folders {
-            Log.warning(
+            OffLockLog.warning(
                 "Dropbox listed entries inside \(Log.quoted(tree.path(of: folder))) but not the folder itself; "
                     + "showing them in a folder made from their paths")
         }
