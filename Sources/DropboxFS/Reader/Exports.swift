@@ -17,10 +17,12 @@
 // script that opens it a thousand times) costs no request. Without a disk cache, an export that
 // does not fit is held anyway, counted over the cap as a read's demanded bytes are.
 //
-// Locking: `state` guards the exports, their claims and the handles; never held across an await,
+// Locking: `state` guards the exports, their claims and the handles; `graveyard` the spill files
+// waiting to be closed off the caller's thread. Neither is held across an await,
 // nor while the reader's lock is taken (reservations are made and returned outside it). A
 // `SharedWork` is created under it (its own lock is a leaf).
 
+import Dispatch
 import DropboxAPI
 import Log
 import Synchronization
@@ -90,6 +92,9 @@ final class ExportedDocuments: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Spill files let go of, until `closer` closes them (closeLater).
+    private let graveyard = Mutex<[ExportSpillFile]>([])
+    private let closer = DispatchQueue(label: "dropboxfs.export-files")
     private let reader: FileReader?
     private let spillDirectory: String?
     /// Exports larger than this go to a spill file whenever there is a disk cache.
@@ -261,18 +266,33 @@ final class ExportedDocuments: Sendable {
     }
 
     func release(_ handle: UInt64) {
-        let freed = state.withLock { s -> UInt64 in
-            guard let key = s.handles.removeValue(forKey: handle), var entry = s.entries[key] else { return 0 }
+        let (freed, closed) = state.withLock { s -> (UInt64, ExportSpillFile?) in
+            guard let key = s.handles.removeValue(forKey: handle), var entry = s.entries[key] else { return (0, nil) }
             entry.claims -= 1
-            if entry.claims == 0, case .file = entry.bytes {
+            if entry.claims == 0, case .file(let file) = entry.bytes {
                 // A spilled export lives while it is open; its file goes with its last reference.
                 s.entries.removeValue(forKey: key)
-                return 0
+                return (0, file)
             }
             s.entries[key] = entry
-            return s.trimClosed(to: keepClosed)
+            return (s.trimClosed(to: keepClosed), nil)
         }
         if freed > 0 { reader?.releaseOutsideBuffers(freed) }
+        if let closed { closeLater(closed) }
+    }
+
+    /// Lets the last reference to a spill file go on `closer`, not on the caller's thread (release
+    /// runs on the FUSE thread, and closing a file on a disk that stopped answering can wait): the
+    /// graveyard keeps a reference until the queue takes it, so the caller's is never the last.
+    private func closeLater(_ file: ExportSpillFile) {
+        graveyard.withLock { $0.append(file) }
+        closer.async { [self] in
+            let dead = graveyard.withLock { files -> [ExportSpillFile] in
+                defer { files = [] }
+                return files
+            }
+            _ = dead
+        }
     }
 
     var openCount: Int { state.withLock { $0.handles.count } }
