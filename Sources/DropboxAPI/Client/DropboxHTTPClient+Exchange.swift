@@ -59,6 +59,7 @@ extension DropboxHTTPClient {
         var timeouts = configuration.timeouts
         timeouts.total = total
         timeouts.stall = nil
+        timeouts.answer = nil
         timeouts.lowSpeed = nil  // the server stays silent on purpose
         let request = HTTPRequest(
             method: .post, url: endpoints.notifyRoute(route), headers: headers, body: try Self.json(arg),
@@ -156,8 +157,14 @@ extension DropboxHTTPClient {
     }
 
     /// Sends one request; a status outside `success` becomes the DropboxError it stands for.
+    /// A silent host fails a request at once when the task fails fast (FailFast.swift).
     func exchange(_ request: HTTPRequest, success: Set<Int> = [200]) async throws(DropboxError) -> HTTPResponse {
-        let response = try await transport.send(request)
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            throw FailFast.adjust(error)
+        }
         guard success.contains(response.status) else {
             throw DropboxError.fromReply(status: response.status, headers: response.headers, body: response.body)
         }
