@@ -185,8 +185,8 @@ enum Options {
                 help: "cap of the memory used for read-ahead buffers (default 256M)", mountOption: true),
             OptionSpec(
                 name: "timeouts", value: "SPEC",
-                help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s: connect, rpc, download, stall and "
-                    + "max-pause take durations, low-speed BYTES/DURATION (e.g. 1024/30s), download-rate bytes per "
+                help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s: connect, answer (a silent host is "
+                    + "unreachable after connect or answer), rpc, download, stall and max-pause take durations, low-speed BYTES/DURATION (e.g. 1024/30s), download-rate bytes per "
                     + "second; in -o separate the items with ':' (docs/SEMANTICS.md \"Bounds\")",
                 mountOption: true),
             OptionSpec(
