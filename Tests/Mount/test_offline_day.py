@@ -10,6 +10,8 @@ content, notify), each switched on its own.
 - a revoked token: the status says the sign-in is refused, reads fail with EACCES (not
   ENETUNREACH), and after a fresh token in --access-token-file the mount reads again and shows the
   changes made meanwhile, without a remount;
+- back from offline with a token revoked meanwhile: the mount leaves offline state and says the
+  sign-in is refused (not "offline"), and a new token shows the changes made meanwhile;
 - a change watcher that keeps failing is shown as stale;
 - a resume from sleep (a clock jump through the test hook) restarts the longpoll at once: a change
   made while the longpoll's connection was dead shows within seconds.
@@ -160,6 +162,35 @@ def test_a_revoked_token_is_a_sign_in_problem_and_a_new_token_is_read_again(day,
     wait_until(lambda: "accepts the sign-in again" in m.log_text(), timeout=10, interval=0.3, message="the log line saying so")
     assert f"the access token file {token_file} changed" in m.log_text()
     assert "day-token-2" not in m.log_text()
+
+
+def test_back_online_with_a_token_revoked_meanwhile(day, mount_factory, tmp_path):
+    fake, proxies = day
+    fake.add_token("day-token-3")
+    token_file = tmp_path / "token"
+    token_file.write_text("day-token-3\n")
+    m = mount(mount_factory, fake, proxies, "--access-token-file", str(token_file))
+    proxies.set_mode("all", "blackhole")
+    os.statvfs(m.path)  # needs the api host, which is silent
+    poll_assert(lambda: field(m, "offline_since"), timeout=FAST, what="offline_since")
+    # While offline, the token is revoked and a file is added (straight at the fake).
+    fake.rpc("auth/token/revoke", None, token="day-token-3")
+    fake.add_file("/meanwhile.txt", b"m\n")
+    proxies.set_mode("all", "pass")
+    # The watcher tries at least every 10 s; its 401 is an answer: not offline, a sign-in problem.
+    poll_assert(lambda: field(m, "sign_in"), timeout=30, interval=0.3, what="sign_in=refused")
+    status = sync_status(m.path)
+    assert status["sign_in"] == "refused" and "offline_since" not in status, status
+    assert "unreachable_api" not in status and "behind_since" in status, status
+    data, err, _ = read(f"{m.path}/f3.txt")
+    assert err == errno.EACCES, (data, err)
+    token_file.write_text("day-token-4\n")
+    fake.add_token("day-token-4")
+    wait_until(lambda: os.path.exists(f"{m.path}/meanwhile.txt"), timeout=20, interval=0.3,
+               message="the change made while offline")
+    wait_until(lambda: read(f"{m.path}/f3.txt")[0] == b"file 3\n", timeout=15, interval=0.3, message="the read")
+    status = sync_status(m.path)
+    assert "sign_in" not in status and "behind_since" not in status, status
 
 
 def test_a_watcher_that_keeps_failing_is_shown_stale(day, mount_factory, binary):
