@@ -102,9 +102,13 @@ extension DropboxHTTPClient {
         let argHeader = try ArgEncoding.headerJSON(arg)
         return try await authorized(route) { token throws(DropboxError) in
             let headers = self.contentHeaders(token: token, arg: argHeader)
+            // Dropbox converts the document before the reply begins, which may take longer than
+            // the answer bound: only the stall limit applies.
+            var timeouts = self.configuration.downloadTimeouts(length: nil)
+            timeouts.answer = nil
             let request = HTTPRequest(
                 method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
-                timeouts: self.configuration.downloadTimeouts(length: nil), maxBodyBytes: Self.exportBodyLimit)
+                timeouts: timeouts, maxBodyBytes: Self.exportBodyLimit)
             let response = try await self.exchange(request)
             guard let resultHeader = response.headers["Dropbox-API-Result"] else {
                 throw .malformedResponse("\(route): the reply has no Dropbox-API-Result header")
