@@ -97,7 +97,8 @@ enum MountCommand {
                 prefetch: configuration.prefetch, watchChanges: configuration.watch,
                 fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
                 reader: configuration.reader, store: store, staleAfter: configuration.staleAfter,
-                sleepGap: configuration.clockJumpFile.map { ResumeDetector.gap(withJumpFile: $0) } ?? ResumeDetector.systemGap,
+                sleepGap: configuration.clockJumpFile.map { ResumeDetector.gap(withJumpFile: $0) }
+                    ?? ResumeDetector.systemGap,
                 thumbnails: configuration.thumbnailCacheSize.map {
                     ThumbnailOptions(
                         mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
@@ -117,7 +118,8 @@ enum MountCommand {
             leanWalkAfter: configuration.leanWalkAfter, refusesKernelInit: configuration.refusesKernelInit)
         if let file = configuration.clockJumpFile {
             Log.warning(
-                "\(MountConfiguration.clockJumpVariable)=\(Log.escaped(file)) (a test hook): the seconds in that file count as time asleep")
+                "\(MountConfiguration.clockJumpVariable)=\(Log.escaped(file)) (a test hook): "
+                    + "the seconds in that file count as time asleep")
         }
         if configuration.refusesKernelInit {
             Log.warning("\(MountConfiguration.refuseInitVariable)=1 (a test hook): the kernel's INIT will be refused")

@@ -108,7 +108,9 @@ struct MountState {
         }
         if let since = fields["offline_since"] { text += "; offline since \(since)" }
         for host in ["content", "notify"] {
-            if let since = fields["unreachable_\(host)"] { text += "; Dropbox's \(host) host unreachable since \(since)" }
+            if let since = fields["unreachable_\(host)"] {
+                text += "; Dropbox's \(host) host unreachable since \(since)"
+            }
         }
         if fields["sign_in"] == "refused" {
             let why = fields["sign_in_error"].map { " (\($0.replacingOccurrences(of: "_", with: " ")))" } ?? ""

@@ -3,9 +3,9 @@
 // connect=S, answer=S (no byte of a reply that long after the start: with connect, how soon a
 // silent host counts as unreachable), rpc=S, download=S, download-rate=BYTES, stall=S,
 // low-speed=BYTES/S, max-pause=S (the longest pause one 429 may cause), stale=S (how long catching
-// up with Dropbox may fail before the status calls the tree stale); S a duration (seconds, or 250ms, 30s, 5m, 1h), `0` turns a
-// limit off where that makes sense (stall, low-speed). Items may also be separated by ':', which
-// is how they fit in one `-o timeouts=...` item of an fstab line.
+// up with Dropbox may fail before the status calls the tree stale); S a duration (seconds, or
+// 250ms, 30s, 5m, 1h), `0` turns a limit off where that makes sense (stall, low-speed). Items may
+// also be separated by ':', which is how they fit in one `-o timeouts=...` item of an fstab line.
 
 import DropboxAPI
 
@@ -66,7 +66,8 @@ enum TimeoutOption {
                     bytesPerSecond: bytes, window: try duration(halves[1], name, allowZero: false))
             default:
                 throw usage(
-                    "unknown timeout \"\(name)\" (connect, answer, rpc, download, download-rate, stall, low-speed, max-pause, stale)")
+                    "unknown timeout \"\(name)\" (connect, answer, rpc, download, download-rate, stall, low-speed, "
+                        + "max-pause, stale)")
             }
         }
         return (configuration, policy)

@@ -13,7 +13,8 @@ import Testing
     @Test func aSilentHostIsTriedOnceWhenFailingFast() async throws {
         let transport = ScriptedTransport { _, _ throws(DropboxError) in throw Self.silent }
         let client = makeClient(transport)
-        await #expect(throws: DropboxError.transport(TransportError(kind: .unreachable, message: "no reply began", silent: true))) {
+        let unreachable = TransportError(kind: .unreachable, message: "no reply began", silent: true)
+        await #expect(throws: DropboxError.transport(unreachable)) {
             try await FailFast.$enabled.withValue(true) { _ = try await client.getSpaceUsage() }
         }
         #expect(transport.requests.count == 1)

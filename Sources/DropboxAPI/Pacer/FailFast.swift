@@ -15,9 +15,8 @@ public enum FailFast {
     /// `error` as the current task should see it: a silent failure becomes `.unreachable`
     /// (not retried) when failing fast; anything else is unchanged.
     static func adjust(_ error: DropboxError) -> DropboxError {
-        guard enabled, case .transport(let failure) = error, failure.meansUnreachable, failure.kind != .unreachable else {
-            return error
-        }
+        guard enabled, case .transport(let failure) = error, failure.meansUnreachable, failure.kind != .unreachable
+        else { return error }
         return .transport(TransportError(kind: .unreachable, message: failure.message, silent: true))
     }
 }

@@ -29,7 +29,8 @@ extension SyncEngine {
         // A host found unreachable or back, or a sign-in accepted again, ends the watcher's wait.
         connectivity.onChange { [wakeup] in wakeup.wake() }
         let task = Task(priority: TaskPriorities.background) { await self.runSync() }
-        let resume = options.watchChanges ? Task(priority: TaskPriorities.background) { await self.watchForResume() } : nil
+        let resume =
+            options.watchChanges ? Task(priority: TaskPriorities.background) { await self.watchForResume() } : nil
         state.withLock { $0.backgroundTasks += [task] + (resume.map { [$0] } ?? []) }
     }
 

@@ -138,10 +138,12 @@ public final class Connectivity: Sendable {
             Log.warning("Dropbox cannot be reached (\(failure.message)): offline, serving the known tree")
         case .content:
             Log.warning(
-                "Dropbox's content host cannot be reached (\(failure.message)): reads not in the disk cache fail until it answers")
+                "Dropbox's content host cannot be reached (\(failure.message)): reads not in the disk cache fail "
+                    + "until it answers")
         case .notify:
             Log.warning(
-                "Dropbox's notify host cannot be reached (\(failure.message)): changes are fetched on a timer until it answers")
+                "Dropbox's notify host cannot be reached (\(failure.message)): changes are fetched on a timer "
+                    + "until it answers")
         }
     }
 

@@ -12,7 +12,9 @@ struct ConnectivityGate: DropboxClient {
     let connectivity: Connectivity
     let blocksWhileOffline: Bool
 
-    private func pass<T>(_ host: DropboxHost, _ call: () async throws(DropboxError) -> T) async throws(DropboxError) -> T {
+    private func pass<T>(
+        _ host: DropboxHost, _ call: () async throws(DropboxError) -> T
+    ) async throws(DropboxError) -> T {
         if blocksWhileOffline {
             guard connectivity.mayTry(host) else { throw connectivity.offlineError(host) }
             let result = await FailFast.$enabled.withValue(true) { () async -> Result<T, DropboxError> in
@@ -29,7 +31,9 @@ struct ConnectivityGate: DropboxClient {
         return try result.get()
     }
 
-    private func outcome<T>(_ host: DropboxHost, _ call: () async throws(DropboxError) -> T) async -> Result<T, DropboxError> {
+    private func outcome<T>(
+        _ host: DropboxHost, _ call: () async throws(DropboxError) -> T
+    ) async -> Result<T, DropboxError> {
         do {
             let result = try await call()
             connectivity.note(host, nil)
@@ -67,7 +71,9 @@ struct ConnectivityGate: DropboxClient {
     }
 
     func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
-        try await pass(.content) { () async throws(DropboxError) in try await client.download(path: path, range: range) }
+        try await pass(.content) { () async throws(DropboxError) in
+            try await client.download(path: path, range: range)
+        }
     }
 
     func download(path: String, range: ByteRange?, freshConnection: Bool) async throws(DropboxError) -> DownloadResult {
@@ -80,7 +86,9 @@ struct ConnectivityGate: DropboxClient {
         try await pass(.content) { () async throws(DropboxError) in try await client.export(path: path) }
     }
 
-    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
+    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
+        -> [Result<[UInt8], ThumbnailFailure>]
+    {
         try await pass(.content) { () async throws(DropboxError) in try await client.getThumbnailBatch(entries) }
     }
 

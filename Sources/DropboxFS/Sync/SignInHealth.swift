@@ -64,7 +64,9 @@ public final class SignInHealth: Sendable {
             return true
         }
         if first {
-            Log.warning("Dropbox refused the sign-in (\(reason)): \(advice). Until then, requests that need Dropbox fail with EACCES")
+            Log.warning(
+                "Dropbox refused the sign-in (\(reason)): \(advice). Until then, requests that need Dropbox fail "
+                    + "with EACCES")
         }
         return false
     }

@@ -33,7 +33,9 @@ final class WatcherWakeup: Sendable {
 
     /// Runs `body` (a wait) unless a wake is pending; nil when a wake ended it (or came first),
     /// else its result. Cancelling the caller cancels `body` too.
-    func wait<T: Sendable>(_ body: @escaping @Sendable () async throws(DropboxError) -> T) async -> Result<T, DropboxError>? {
+    func wait<T: Sendable>(
+        _ body: @escaping @Sendable () async throws(DropboxError) -> T
+    ) async -> Result<T, DropboxError>? {
         let task = Task { () async -> Result<T, DropboxError> in
             do throws(DropboxError) {
                 return .success(try await body())

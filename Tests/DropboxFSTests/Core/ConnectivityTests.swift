@@ -110,7 +110,9 @@ extension CoreTests {
         @Test func theNotifyHostAloneDoesNotTakeTheMountOffline() async throws {
             let s = Setup()
             s.client.failNext(.listFolderLongpoll, with: Self.refused)
-            await #expect(throws: Self.refused) { _ = try await s.sync.listFolderLongpoll(cursor: "c", timeoutSeconds: 30) }
+            await #expect(throws: Self.refused) {
+                _ = try await s.sync.listFolderLongpoll(cursor: "c", timeoutSeconds: 30)
+            }
             #expect(s.connectivity.unreachableSince(.notify) != nil)
             #expect(!s.connectivity.isOffline && s.connectivity.anyUnreachable)
             _ = try await s.user.listFolder(ListFolderArg(path: ""))
@@ -168,18 +170,26 @@ private struct ProbeClient: DropboxClient {
     private func record() { seen.value = seen.value + [FailFast.enabled] }
 
     func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult { throw .unexpectedStatus(0) }
-    func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult { throw .unexpectedStatus(0) }
+    func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
+        throw .unexpectedStatus(0)
+    }
     func listFolderAll(_ arg: ListFolderArg, each: (ListFolderResult) -> Bool) async throws(DropboxError) -> String? {
         throw .unexpectedStatus(0)
     }
-    func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String { throw .unexpectedStatus(0) }
+    func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
+        throw .unexpectedStatus(0)
+    }
     func listFolderLongpoll(cursor: String, timeoutSeconds: Int) async throws(DropboxError) -> LongpollResult {
         throw .unexpectedStatus(0)
     }
     func getMetadata(path: String) async throws(DropboxError) -> Metadata { throw .unexpectedStatus(0) }
-    func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult { throw .unexpectedStatus(0) }
+    func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
+        throw .unexpectedStatus(0)
+    }
     func export(path: String) async throws(DropboxError) -> ExportResult { throw .unexpectedStatus(0) }
-    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
+    func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
+        -> [Result<[UInt8], ThumbnailFailure>]
+    {
         throw .unexpectedStatus(0)
     }
     func getCurrentAccount() async throws(DropboxError) -> FullAccount { throw .unexpectedStatus(0) }
