@@ -50,8 +50,9 @@ public final class Connectivity: Sendable {
     /// Whether Dropbox accepts the credentials, learnt from the same answers.
     public let signIn: SignInHealth
 
-    /// `offline`: the mount starts offline (it could not reach Dropbox): every host counts as
-    /// unreachable until it answers. `retryInterval`: how often a blocked request is let through to
+    /// `offline`: the mount starts offline (it could not reach Dropbox): the api and content hosts
+    /// count as unreachable until they answer. The notify host is left to the watcher's first
+    /// longpoll, the only request that can clear it (it answers after its timeout). `retryInterval`: how often a blocked request is let through to
     /// find out whether its host is back.
     public init(
         offline: Bool = false, retryInterval: Double = 10,
@@ -67,7 +68,7 @@ public final class Connectivity: Sendable {
         let wall = wallNow()
         if offline {
             state.withLock { s in
-                for host in DropboxHost.allCases {
+                for host in [DropboxHost.api, .content] {
                     s.hosts[host] = HostState(unreachableSince: wall, reason: "not reachable at mount", lastProbe: t)
                 }
             }

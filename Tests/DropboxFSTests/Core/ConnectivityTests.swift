@@ -86,6 +86,7 @@ extension CoreTests {
             let s = Setup(offline: true)
             await #expect(throws: DropboxError.self) { _ = try await s.user.download(path: "/a.txt", range: nil) }
             #expect(s.client.callCount(.download) == 0, "held back: the mount started offline")
+            #expect(s.connectivity.unreachableSince(.notify) == nil, "left to the watcher's longpoll")
             _ = try await s.sync.listFolder(ListFolderArg(path: ""))
             #expect(!s.connectivity.isOffline)
             _ = try await s.user.download(path: "/a.txt", range: nil)
