@@ -134,7 +134,7 @@ def test_the_notify_host_alone_unreachable_is_not_offline(day, mount_factory):
     assert "offline_since" not in sync_status(m.path)
 
 
-def test_a_revoked_token_is_a_sign_in_problem_and_a_new_token_is_read_again(day, mount_factory, tmp_path):
+def test_a_revoked_token_is_a_sign_in_problem_and_a_new_token_is_read_again(day, mount_factory, tmp_path, binary):
     fake, proxies = day
     fake.add_token("day-token-1")
     token_file = tmp_path / "token"
@@ -146,6 +146,8 @@ def test_a_revoked_token_is_a_sign_in_problem_and_a_new_token_is_read_again(day,
     assert err == errno.EACCES, (data, err)
     status = sync_status(m.path)
     assert status.get("sign_in") == "refused" and "offline_since" not in status, status
+    r = run(binary, "status", m.path, env=env_for(fake))
+    assert b"sign-in refused since" in r.stdout and b"offline" not in r.stdout, r
     log = m.log_text()
     assert log.count("refused the sign-in") == 1 and f"write a new access token to {token_file}" in log, log[-2000:]
     assert "day-token-1" not in log
