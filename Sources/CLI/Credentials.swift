@@ -19,6 +19,8 @@ struct ResolvedCredentials {
     /// For a bare access token, its keyed tag (CredentialTag.swift), when asked for: how an
     /// offline mount finds the stored tree of the token's account without asking Dropbox.
     var tokenTag: String? = nil
+    /// What to do when Dropbox refuses these credentials while mounted (the log says it).
+    var advice = "sign in again with `dropboxfs auth`"
 }
 
 enum Credentials {
@@ -29,21 +31,61 @@ enum Credentials {
         timeouts: HTTPTimeouts = DropboxHTTPClient.Configuration().rpcTimeouts, tagFolder: String? = nil
     ) throws(CommandFailure) -> ResolvedCredentials {
         if let token = try accessToken(file: file) {
-            let source = file.map { "access token from the file \($0)" } ?? "access token from DROPBOXFS_ACCESS_TOKEN"
+            let tokenTag = tagFolder.flatMap { CredentialTag.of(token: token, cacheFolder: $0) }
+            guard let file else {
+                return ResolvedCredentials(
+                    tokens: StaticTokenProvider(token: token), source: "access token from DROPBOXFS_ACCESS_TOKEN",
+                    tokenTag: tokenTag,
+                    advice: "the token came from DROPBOXFS_ACCESS_TOKEN, which a running mount cannot read again: "
+                        + "unmount, then mount with a new token (or use --access-token-file, which is read again)")
+            }
+            // Read again when it changes (ReloadingTokenProvider.swift); the daemon leaves the
+            // working folder, so the path is made absolute now.
+            let path = absolute(file)
+            let tokens = ReloadingTokenProvider(
+                initial: StaticTokenProvider(token: token), source: "the access token file \(path)",
+                version: { fileVersion(path) },
+                load: { (try? accessToken(file: path)).flatMap { $0 }.map { StaticTokenProvider(token: $0) } })
             return ResolvedCredentials(
-                tokens: StaticTokenProvider(token: token), source: source,
-                tokenTag: tagFolder.flatMap { CredentialTag.of(token: token, cacheFolder: $0) })
+                tokens: tokens, source: "access token from the file \(file)", tokenTag: tokenTag,
+                advice: "write a new access token to \(path): the running mount reads it again")
         }
         if let stored = try CredentialStore.load(profile) {
             let oauth = OAuthClient(
                 appKey: stored.appKey, endpoints: endpoints, transport: Shared.transport, timeouts: timeouts)
+            let path = CredentialStore.path(profile)
+            let tokens = ReloadingTokenProvider(
+                initial: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
+                source: "the stored sign-in \(path)", version: { fileVersion(path) },
+                load: {
+                    guard let again = try? CredentialStore.load(profile) else { return nil }
+                    let oauth = OAuthClient(
+                        appKey: again.appKey, endpoints: endpoints, transport: Shared.transport, timeouts: timeouts)
+                    return RefreshingTokenProvider(refreshToken: again.refreshToken, oauth: oauth)
+                })
             return ResolvedCredentials(
-                tokens: RefreshingTokenProvider(refreshToken: stored.refreshToken, oauth: oauth),
-                source: "stored sign-in\(profile.suffix) (\(CredentialStore.path(profile)))", accountID: stored.accountId)
+                tokens: tokens, source: "stored sign-in\(profile.suffix) (\(path))", accountID: stored.accountId,
+                advice: "run `dropboxfs auth\(profile.flag)` to sign in again: the running mount reads the new sign-in")
         }
         throw CommandFailure(
             .credentials,
             "no Dropbox credentials\(profile.suffix): run `dropboxfs auth\(profile.flag)` to sign in, or set DROPBOXFS_ACCESS_TOKEN, or pass --access-token-file FILE")
+    }
+
+    /// `path` made absolute against the working folder.
+    static func absolute(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let cwd = getcwd(nil, 0) else { return path }
+        defer { free(cwd) }
+        return String(cString: cwd) + "/" + path
+    }
+
+    /// The identity, size and change time of the file at `path` (nil when it cannot be read):
+    /// a rewrite in place or a rename over it changes it.
+    static func fileVersion(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec)"
+            + ":\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
     }
 
     /// The explicitly given access token, nil when neither the file nor the variable is given.

@@ -103,7 +103,8 @@ enum MountCommand {
             folderListingTTL: configuration.watch ? .infinity : configuration.dirCacheTime,
             prefetch: configuration.prefetch, watchChanges: configuration.watch,
             fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
-            reader: configuration.reader, store: store,
+            reader: configuration.reader, store: store, staleAfter: configuration.staleAfter,
+            sleepGap: configuration.clockJumpFile.map { ResumeDetector.gap(withJumpFile: $0) } ?? ResumeDetector.systemGap,
             thumbnails: configuration.thumbnailCacheSize.map {
                 ThumbnailOptions(
                     mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
@@ -119,7 +120,8 @@ enum MountCommand {
                 tokenTag: credentials.tokenTag, opened: laterStores)
         }
         let core = Filesystem(
-            client: client, options: options, restoring: stored, connectivity: Connectivity(offline: target.offline))
+            client: client, options: options, restoring: stored,
+            connectivity: Connectivity(offline: target.offline, signIn: SignInHealth(advice: credentials.advice)))
         // The core owns the tree now: holding a second reference would copy every part of it the
         // sync engine changes (copy on write), up to twice the memory.
         let restored = stored.map { (entries: $0.entryCount, syncedAt: $0.syncedAt) }
@@ -130,6 +132,11 @@ enum MountCommand {
                 entry: configuration.attrTimeout, attributes: configuration.attrTimeout,
                 negative: configuration.attrTimeout),
             leanWalkAfter: configuration.leanWalkAfter, refusesKernelInit: configuration.refusesKernelInit)
+        if let file = configuration.clockJumpFile {
+            Log.warning(
+                "\(MountConfiguration.clockJumpVariable)=\(Log.escaped(file)) (a test hook): "
+                    + "the seconds in that file count as time asleep")
+        }
         if configuration.refusesKernelInit {
             Log.warning("\(MountConfiguration.refuseInitVariable)=1 (a test hook): the kernel's INIT will be refused")
         }
@@ -232,10 +239,15 @@ struct MountConfiguration {
     /// Request deadlines and the longest 429 pause (--timeouts).
     var http: DropboxHTTPClient.Configuration
     var retryPolicy: RetryPolicy
+    /// Seconds catching up may fail before the status calls the tree stale (--timeouts stale=).
+    var staleAfter: Double
     /// Test-only: the init callback makes libfuse refuse the kernel's INIT (`refuseInitVariable`
     /// set to 1; docs/TESTING.md "Test-only hooks").
     var refusesKernelInit: Bool
     static let refuseInitVariable = "DROPBOXFS_TEST_REFUSE_INIT"
+    /// Test-only: a file whose number of seconds counts as time asleep (ResumeDetector.swift).
+    var clockJumpFile: String?
+    static let clockJumpVariable = "DROPBOXFS_TEST_CLOCK_JUMP_FILE"
 
     init(_ parsed: ParsedArguments, fuseOptions: [String] = [], environment: [String: String]) throws(UsageError) {
         guard parsed.positionals.count <= 1 else {
@@ -285,7 +297,8 @@ struct MountConfiguration {
             parsed.value("thumbnail-cache-size"), name: "--thumbnail-cache-size", default: 200 << 20)
         thumbnailCacheSize = parsed.has("no-thumbnails") || thumbnailCap == 0 ? nil : thumbnailCap
         thumbnailSizes = try Self.thumbnailSizes(parsed.value("thumbnail-sizes"), folder: profile.thumbnailFolder)
-        (http, retryPolicy) = try TimeoutOption.parse(parsed.value("timeouts"))
+        let deadlines = try TimeoutOption.parse(parsed.value("timeouts"))
+        (http, retryPolicy, staleAfter) = (deadlines.http, deadlines.retryPolicy, deadlines.staleAfter)
         var options = [
             "ro", "default_permissions", "nosuid", "nodev", "noatime", "auto_unmount", "fsname=\(profile.fsname)",
             "subtype=dropboxfs",
@@ -301,6 +314,7 @@ struct MountConfiguration {
         }
         mountOptions = options
         refusesKernelInit = environment[Self.refuseInitVariable] == "1"
+        clockJumpFile = environment[Self.clockJumpVariable].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The daemon's log file (--log-file, or the profile's in $XDG_STATE_HOME/dropboxfs), creating

@@ -193,9 +193,11 @@ enum Options {
                 mountOption: true),
             OptionSpec(
                 name: "timeouts", value: "SPEC",
-                help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s: connect, rpc, download, stall and "
-                    + "max-pause take durations, low-speed BYTES/DURATION (e.g. 1024/30s), download-rate bytes per "
-                    + "second; in -o separate the items with ':' (docs/SEMANTICS.md \"Bounds\")",
+                help: "request deadlines, e.g. rpc=2m,download=60s,stall=30s: connect, answer (a silent host is "
+                    + "unreachable after connect or answer), rpc, download, stall, max-pause and stale (catching up "
+                    + "fails this long: the status says stale) take durations, low-speed BYTES/DURATION (e.g. "
+                    + "1024/30s), download-rate bytes per second; in -o separate the items with ':' "
+                    + "(docs/SEMANTICS.md \"Bounds\")",
                 mountOption: true),
             OptionSpec(
                 name: "log-level", value: "LEVEL", help: "debug, info, warning or error (default info)", mountOption: true,

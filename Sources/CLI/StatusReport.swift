@@ -107,6 +107,25 @@ struct MountState {
             text = "\(count) entries"
         }
         if let since = fields["offline_since"] { text += "; offline since \(since)" }
+        for host in ["content", "notify"] {
+            if let since = fields["unreachable_\(host)"] {
+                text += "; Dropbox's \(host) host unreachable since \(since)"
+            }
+        }
+        if fields["sign_in"] == "refused" {
+            let why = fields["sign_in_error"].map { " (\($0.replacingOccurrences(of: "_", with: " ")))" } ?? ""
+            text += "; sign-in refused since \(fields["sign_in_since"] ?? "?")\(why): see the log for what to do"
+        }
+        if fields["stale"] == "1" {
+            text += "; stale: not caught up with Dropbox since \(fields["as_of"] ?? "the start")"
+        } else if let asOf = fields["as_of"], fields["offline_since"] != nil || fields["behind_since"] != nil {
+            // Only when it may be old: while current, it moves with every longpoll.
+            text += "; as of \(asOf)"
+        }
+        if let since = fields["behind_since"] {
+            let why = fields["behind_error"].map { " (\($0.replacingOccurrences(of: "_", with: " ")))" } ?? ""
+            text += "; catching up fails since \(since)\(why)"
+        }
         if let failures = fields["fill_failures"] { text += "; \(failures) listing failures, retrying" }
         if let waiting = fields["waiting"], waiting != "0" {
             text += waiting == "1" ? "; 1 request waiting for Dropbox" : "; \(waiting) requests waiting for Dropbox"

@@ -202,7 +202,7 @@ extension FakeDropboxServer {
         if method != .get { headers.add("Content-Type", "application/json") }
         let request = HTTPRequest(
             method: method, url: baseURL + "/_control/" + path, headers: headers, body: body,
-            timeouts: HTTPTimeouts(connect: .seconds(5), total: .seconds(60), stall: nil))
+            timeouts: HTTPTimeouts(connect: .seconds(5), total: .seconds(60), stall: nil, answer: nil))
         let response = try await transport.send(request)
         guard response.status == 200 else {
             throw FakeDropboxServerError(

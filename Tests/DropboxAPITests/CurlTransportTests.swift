@@ -102,6 +102,67 @@ import Testing
         #expect(ContinuousClock.now - start < .seconds(15))
     }
 
+    /// A host that accepts and never answers is given up on after the answer bound, though the
+    /// stall limit is longer, and the failure says nothing was heard (what marks it unreachable).
+    @Test func answerBoundEndsASilentRequest() async throws {
+        let fake = try await FakeDropboxServer.start()
+        try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, stallSeconds: 30))
+        var request = Self.spaceUsage(fake)
+        request.timeouts = HTTPTimeouts(connect: .seconds(5), total: nil, stall: .seconds(25), answer: .seconds(1))
+        let start = ContinuousClock.now
+        do {
+            _ = try await fake.transport.send(request)
+            Issue.record("a silent request succeeded")
+        } catch {
+            guard case .transport(let failure) = error as? DropboxError else {
+                Issue.record("not a transport error: \(error)")
+                return
+            }
+            #expect(failure.kind == .timeout)
+            #expect(failure.silent && failure.meansUnreachable)
+        }
+        // Well before the 25 s stall limit: only the 1 s answer bound can end it that soon.
+        #expect(ContinuousClock.now - start < .seconds(15))
+    }
+
+    /// A reply that began and then stopped is not silent: the host answered.
+    @Test func aStallAfterTheReplyBeganIsNotSilent() async throws {
+        let listener = ResettingListener(reply: Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc".utf8))
+        defer { listener.stop() }
+        let request = HTTPRequest(
+            method: .post, url: "http://127.0.0.1:\(listener.port)/2/users/get_space_usage", body: Array("null".utf8),
+            timeouts: HTTPTimeouts(connect: .seconds(5), total: .seconds(20), stall: .seconds(10)))
+        do {
+            _ = try await CurlTransport().send(request)
+            Issue.record("a cut reply succeeded")
+        } catch {
+            guard case .transport(let failure) = error as? DropboxError else {
+                Issue.record("not a transport error: \(error)")
+                return
+            }
+            #expect(!failure.silent && !failure.meansUnreachable, "\(failure.kind) \(failure.message)")
+        }
+    }
+
+    @Test func refusedConnectionMeansUnreachable() async throws {
+        let listener = ResettingListener()
+        let port = listener.port
+        listener.stop()
+        let request = HTTPRequest(
+            method: .post, url: "http://127.0.0.1:\(port)/2/users/get_space_usage", body: Array("null".utf8),
+            timeouts: HTTPTimeouts(connect: .seconds(5), total: .seconds(20), stall: .seconds(10)))
+        do {
+            _ = try await CurlTransport().send(request)
+            Issue.record("a refused connection succeeded")
+        } catch {
+            guard case .transport(let failure) = error as? DropboxError else {
+                Issue.record("not a transport error: \(error)")
+                return
+            }
+            #expect(failure.kind == .couldNotConnect && failure.meansUnreachable)
+        }
+    }
+
     @Test func totalTimeout() async throws {
         let fake = try await FakeDropboxServer.start()
         try await fake.addFault(FakeFault(route: "users/get_space_usage", kind: .stall, stallSeconds: 30))

@@ -22,6 +22,8 @@ import Testing
         #expect(request.url == "http://content.test/2/files/export")
         #expect(request.headers["Dropbox-API-Arg"] == #"{"path":"/Notes/Plan.paper"}"#)
         #expect(request.body.isEmpty)
+        #expect(request.timeouts.answer == nil, "the conversion may take longer than the answer bound")
+        #expect(request.timeouts.stall != nil)
     }
 
     @Test func aShortBodyIsNotAnExport() async {

@@ -54,6 +54,7 @@ private func jsonObject(_ bytes: [UInt8]) throws -> [String: Any] {
         // Stall and low-speed limits, and the RPC deadline (ServerLimits, docs/SEMANTICS.md "Bounds").
         #expect(request.timeouts.stall != nil && request.timeouts.lowSpeed != nil)
         #expect(request.timeouts.total == .seconds(120))
+        #expect(request.timeouts.answer == .seconds(10), "a silent host is unreachable after 10 s")
     }
 
     @Test func rpcContinueCursorMetadataAndLatestCursor() async throws {
@@ -218,6 +219,7 @@ private func jsonObject(_ bytes: [UInt8]) throws -> [String: Any] {
         #expect(request.headers["Content-Type"] == "application/json")
         #expect(request.timeouts.total == .seconds(120))
         #expect(request.timeouts.stall == nil)
+        #expect(request.timeouts.answer == nil, "the server holds a longpoll open on purpose")
         let body = try jsonObject(request.body)
         #expect(body["cursor"] as? String == "cur")
         #expect(body["timeout"] as? Int == 30)

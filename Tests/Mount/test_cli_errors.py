@@ -313,7 +313,8 @@ def test_auth_code_on_the_command_line_is_refused(binary, fake):
     assert "abc" not in result[1] + result[2]
 
 
-@pytest.mark.parametrize("spec", ["bogus=1", "rpc=0", "stall=-1", "low-speed=1000", "max-pause=601", "rpc"])
+@pytest.mark.parametrize("spec", ["bogus=1", "rpc=0", "stall=-1", "low-speed=1000", "max-pause=601", "rpc", "answer=0",
+                                  "stale=0", "stale=2d"])
 def test_bad_timeouts_are_usage_errors(binary, fake, empty_dir, spec):
     """--timeouts is checked before anything is sent: exit 2 with a message naming it."""
     fake.reset_stats()

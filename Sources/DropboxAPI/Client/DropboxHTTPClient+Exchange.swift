@@ -59,6 +59,7 @@ extension DropboxHTTPClient {
         var timeouts = configuration.timeouts
         timeouts.total = total
         timeouts.stall = nil
+        timeouts.answer = nil
         timeouts.lowSpeed = nil  // the server stays silent on purpose
         let request = HTTPRequest(
             method: .post, url: endpoints.notifyRoute(route), headers: headers, body: try Self.json(arg),
@@ -101,9 +102,13 @@ extension DropboxHTTPClient {
         let argHeader = try ArgEncoding.headerJSON(arg)
         return try await authorized(route) { token throws(DropboxError) in
             let headers = self.contentHeaders(token: token, arg: argHeader)
+            // Dropbox converts the document before the reply begins, which may take longer than
+            // the answer bound: only the stall limit applies.
+            var timeouts = self.configuration.downloadTimeouts(length: nil)
+            timeouts.answer = nil
             let request = HTTPRequest(
                 method: .post, url: self.endpoints.contentRoute(route), headers: headers, body: [],
-                timeouts: self.configuration.downloadTimeouts(length: nil), maxBodyBytes: Self.exportBodyLimit)
+                timeouts: timeouts, maxBodyBytes: Self.exportBodyLimit)
             let response = try await self.exchange(request)
             guard let resultHeader = response.headers["Dropbox-API-Result"] else {
                 throw .malformedResponse("\(route): the reply has no Dropbox-API-Result header")
@@ -156,8 +161,14 @@ extension DropboxHTTPClient {
     }
 
     /// Sends one request; a status outside `success` becomes the DropboxError it stands for.
+    /// A silent host fails a request at once when the task fails fast (FailFast.swift).
     func exchange(_ request: HTTPRequest, success: Set<Int> = [200]) async throws(DropboxError) -> HTTPResponse {
-        let response = try await transport.send(request)
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            throw FailFast.adjust(error)
+        }
         guard success.contains(response.status) else {
             throw DropboxError.fromReply(status: response.status, headers: response.headers, body: response.body)
         }

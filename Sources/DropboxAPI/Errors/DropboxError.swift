@@ -84,16 +84,35 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         /// Not tried: Dropbox has been unreachable and the request would only wait (the
         /// filesystem's connectivity gate answers this at once while offline).
         case offline
+        /// Tried once and the host did not answer (refused, no route, or not a byte within the
+        /// connect or answer bound), for a request that fails fast instead of retrying
+        /// (`FailFast`): not retried.
+        case unreachable
         case other
     }
 
     public var kind: Kind
     /// A human-readable reason (libcurl's error text); never contains request headers.
     public var message: String
+    /// Not one byte of a reply arrived before the failure: the host was not heard from at all
+    /// (a timeout of a silent host, unlike one of a slow transfer).
+    public var silent: Bool
 
-    public init(kind: Kind, message: String) {
+    public init(kind: Kind, message: String, silent: Bool = false) {
         self.kind = kind
         self.message = message
+        self.silent = silent
+    }
+
+    /// Whether the failure says the host cannot be reached: a connection that could not be made,
+    /// or a timeout or TLS failure before any byte of a reply. A reply of any kind, even an
+    /// error status, or a connection lost midway, proves the host reachable or says nothing.
+    public var meansUnreachable: Bool {
+        switch kind {
+        case .couldNotConnect, .unreachable: return true
+        case .timeout, .tls: return silent
+        case .connectionLost, .cancelled, .offline, .other: return false
+        }
     }
 
     public var description: String { message }

@@ -17,8 +17,11 @@ final class CurlEasyTransfer {
     private let maxBodyBytes: Int
     private let started = ContinuousClock.now
     private let stallLimit: Duration?
+    private let answerLimit: Duration?
     /// When the last header or body bytes arrived (the start, before any).
     private var lastActivity = ContinuousClock.now
+    /// Whether any byte of a reply arrived (a failure before is `silent`).
+    private var answered = false
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private var responseHeaders: [HTTPHeader] = []
@@ -38,6 +41,7 @@ final class CurlEasyTransfer {
         route = item.request.route
         bytesSent = item.request.body.count
         stallLimit = item.request.timeouts.stall
+        answerLimit = item.request.timeouts.answer
         self.maxBodyBytes = maxBodyBytes
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
@@ -144,12 +148,23 @@ final class CurlEasyTransfer {
 
     /// The instant this transfer counts as stalled unless more bytes arrive; nil without a limit.
     /// (libcurl's own low-speed check averages over about five seconds, so it fires that much late.)
-    var stallDeadline: ContinuousClock.Instant? { stallLimit.map { lastActivity + $0 } }
+    /// Before the reply begins, the answer limit from the start counts too, whichever is earlier.
+    var stallDeadline: ContinuousClock.Instant? {
+        let stall = stallLimit.map { lastActivity + $0 }
+        guard !answered, let answerLimit else { return stall }
+        return min(stall ?? started + answerLimit, started + answerLimit)
+    }
 
-    var stallDescription: String { stallLimit.map { Self.format($0) } ?? "-" }
+    var stallDescription: String {
+        if !answered, let answerLimit, stallLimit.map({ answerLimit <= $0 }) ?? true {
+            return "\(Self.format(answerLimit)) (no reply began)"
+        }
+        return stallLimit.map { Self.format($0) } ?? "-"
+    }
 
     fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = .now
+        answered = true
         guard body.count + bytes.count <= maxBodyBytes else {
             bodyTooLarge = true
             return false
@@ -160,6 +175,7 @@ final class CurlEasyTransfer {
 
     fileprivate func appendHeaderLine(_ bytes: UnsafeRawBufferPointer) {
         lastActivity = .now
+        answered = true
         if !bytes.isEmpty, bytes.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
             headerBlockEnded = true
             return
@@ -192,7 +208,7 @@ final class CurlEasyTransfer {
                 message = "reply body exceeds \(maxBodyBytes) bytes"
             }
             Log.debug("\(method.rawValue) \(route) failed after \(Self.format(elapsed)): \(message)")
-            finish(.failure(.transport(TransportError(kind: kind, message: message))))
+            finish(.failure(.transport(TransportError(kind: kind, message: message, silent: !answered))))
             return
         }
         guard headerBlockEnded else {
@@ -219,7 +235,7 @@ final class CurlEasyTransfer {
     func abandon(_ kind: TransportError.Kind, _ message: String) {
         Log.debug(
             "\(method.rawValue) \(route) abandoned after \(Self.format(ContinuousClock.now - started)): \(message)")
-        finish(.failure(.transport(TransportError(kind: kind, message: message))))
+        finish(.failure(.transport(TransportError(kind: kind, message: message, silent: !answered))))
     }
 
     /// Resumes the caller; later calls do nothing.

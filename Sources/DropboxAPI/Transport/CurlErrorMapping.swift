@@ -37,7 +37,7 @@ extension TransportError {
     public var isTransient: Bool {
         switch kind {
         case .timeout, .couldNotConnect, .connectionLost: return true
-        case .tls, .cancelled, .offline, .other: return false
+        case .tls, .cancelled, .offline, .unreachable, .other: return false
         }
     }
 }

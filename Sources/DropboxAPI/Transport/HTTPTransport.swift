@@ -55,24 +55,30 @@ public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     }
 }
 
-/// Time limits of one request. `stall` fails a transfer that moves no bytes for that long; leave it
-/// nil for requests the server legitimately holds open (longpoll), and bound those with `total`.
+/// Time limits of one request. `stall` fails a transfer that moves no bytes for that long, and
+/// `answer` one whose reply has not begun that long after the start; leave both nil for requests
+/// the server legitimately holds open (longpoll), and bound those with `total`. `connect` and
+/// `answer` together bound how long a silent host (a dead network, a captive portal that
+/// swallows packets) keeps one attempt waiting before it counts as unreachable.
 public struct HTTPTimeouts: Sendable, Equatable {
     public var connect: Duration
     public var total: Duration?
     /// No byte at all for this long ends the transfer.
     public var stall: Duration?
+    /// No byte of the reply this long after the start ends the transfer.
+    public var answer: Duration?
     /// Fewer than `bytesPerSecond` on average over `window` ends the transfer: a server that
     /// trickles a byte now and then never trips the stall limit.
     public var lowSpeed: LowSpeedLimit?
 
     public init(
         connect: Duration = .seconds(10), total: Duration? = nil, stall: Duration? = .seconds(30),
-        lowSpeed: LowSpeedLimit? = LowSpeedLimit()
+        answer: Duration? = .seconds(10), lowSpeed: LowSpeedLimit? = LowSpeedLimit()
     ) {
         self.connect = connect
         self.total = total
         self.stall = stall
+        self.answer = answer
         self.lowSpeed = lowSpeed
     }
 }

@@ -46,7 +46,8 @@ extension FilesystemError {
         case .routeError(let summary) where summary.hasPrefix("non_exportable") || summary.hasPrefix("invalid_export_format"):
             self = .notDownloadable
         case .authentication, .accessDenied: self = .accessDenied(error)
-        case .transport(let failure) where failure.kind == .offline || failure.kind == .couldNotConnect: self = .offline
+        // A host that is unreachable or was not heard from (Connectivity.swift): not an I/O error.
+        case .transport(let failure) where failure.kind == .offline || failure.meansUnreachable: self = .offline
         case .transport(let failure) where failure.kind == .cancelled: self = .interrupted
         default: self = .remote(error)
         }

@@ -51,7 +51,6 @@ public final class Filesystem: Sendable {
         connectivity: Connectivity = Connectivity()
     ) {
         self.connectivity = connectivity
-        if options.watchChanges { connectivity.leaveProbesToWatcher() }
         let gate = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: true)
         self.client = gate
         self.options = options

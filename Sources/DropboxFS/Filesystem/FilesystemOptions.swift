@@ -49,6 +49,11 @@ public struct FilesystemOptions: Sendable {
     /// again in the background after its catch-up: the only way to learn of case-only renames,
     /// which Dropbox does not report as changes.
     public var relistStoredAfter: Double
+    /// A tree that has failed to catch up with Dropbox for longer than this (seconds since it
+    /// last agreed) is shown as stale in the status (SyncProgress.swift).
+    public var staleAfter: Double
+    /// Seconds slept since boot (ResumeDetector.swift); injectable for tests and the test hook.
+    public var sleepGap: @Sendable () -> Double
     /// Dropbox's thumbnails of the images in folders file managers list, written to the
     /// thumbnail cache (Thumbnails/ThumbnailWriter.swift); nil: off.
     public var thumbnails: ThumbnailOptions?
@@ -76,6 +81,8 @@ public struct FilesystemOptions: Sendable {
         store: TreeStore? = nil,
         offlineRetry: Double = 10,
         relistStoredAfter: Double = 7 * 86400,
+        staleAfter: Double = 300,
+        sleepGap: @escaping @Sendable () -> Double = ResumeDetector.systemGap,
         thumbnails: ThumbnailOptions? = nil,
         monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
     ) {
@@ -96,6 +103,8 @@ public struct FilesystemOptions: Sendable {
         self.store = store
         self.offlineRetry = offlineRetry
         self.relistStoredAfter = relistStoredAfter
+        self.staleAfter = staleAfter
+        self.sleepGap = sleepGap
         self.thumbnails = thumbnails
         self.monotonicNow = monotonicNow
     }

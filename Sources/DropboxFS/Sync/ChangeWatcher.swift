@@ -26,8 +26,25 @@ extension SyncEngine {
         // Below the requests' priority: the fill decodes and applies pages on the task pool, and
         // a lookup queued behind them on the same threads waited up to tens of milliseconds per
         // hop (docs/PERFORMANCE.md, "Background work at utility priority"). Tasks it starts inherit it.
+        // A host found unreachable or back, or a sign-in accepted again, ends the watcher's wait.
+        connectivity.onChange { [wakeup] in wakeup.wake() }
         let task = Task(priority: TaskPriorities.background) { await self.runSync() }
-        state.withLock { $0.backgroundTasks.append(task) }
+        let resume =
+            options.watchChanges ? Task(priority: TaskPriorities.background) { await self.watchForResume() } : nil
+        state.withLock { $0.backgroundTasks += [task] + (resume.map { [$0] } ?? []) }
+    }
+
+    /// Every second, whether the machine slept (ResumeDetector.swift): then the watcher drops its
+    /// longpoll or pause and catches up, and unreachable hosts are tried again at once.
+    private func watchForResume() async {
+        let detector = ResumeDetector(gap: options.sleepGap)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            guard let slept = detector.check() else { continue }
+            Log.info("resumed after about \(Int(slept)) s asleep: catching up with Dropbox now")
+            connectivity.resumed()
+            wakeup.wake()
+        }
     }
 
     /// Stops the background work (at unmount).
@@ -68,11 +85,13 @@ extension SyncEngine {
                 (cursor, catchUp) = await establishCursor()
                 continue
             }
-            do {
+            var longpollFailed = false
+            do throws(DropboxError) {
                 if catchUp {
                     cursor = try await applyChanges(since: current)
                     catchUp = false
                     failures = 0
+                    markCurrent()
                     caughtUp.fire()
                     if state.withLock({ s in defer { s.relistRestored = false }; return s.relistRestored }) {
                         Log.info("the stored tree was last listed in full long ago: listing the account again in the background")
@@ -81,10 +100,30 @@ extension SyncEngine {
                     }
                     continue
                 }
-                let poll = try await syncClient.listFolderLongpoll(cursor: current, timeoutSeconds: options.longpollTimeout)
+                let timeout = options.longpollTimeout
+                guard
+                    let polled = await wakeup.wait({ [syncClient] () async throws(DropboxError) in
+                        try await syncClient.listFolderLongpoll(cursor: current, timeoutSeconds: timeout)
+                    })
+                else {
+                    // Woken: catch up now, then longpoll again on a fresh connection.
+                    catchUp = true
+                    continue
+                }
+                let poll: LongpollResult
+                do throws(DropboxError) {
+                    poll = try polled.get()
+                } catch {
+                    // The notify host failing says nothing about the tree: the catch-up that
+                    // follows (on the api host) decides whether it is behind.
+                    longpollFailed = true
+                    throw error
+                }
                 if poll.changes {
                     cursor = try await applyChanges(since: current)
+                    markCurrent()
                 } else {
+                    markCurrent()
                     // Nothing changed up to now: the stored tree is as of now (its `synced_at`,
                     // which an offline mount shows as `stored_as_of` and picks its tree by).
                     tree.state.withLock { t in tree.persist(in: &t, cursor: .set(current)) }
@@ -102,10 +141,12 @@ extension SyncEngine {
                 (cursor, catchUp) = await recoverFromReset()
             } catch {
                 if Task.isCancelled { break }  // unmounting
+                if !longpollFailed { markBehind(error) }
                 failures += 1
                 let delay = retryDelay(failures: failures)
-                // Offline is logged once by Connectivity, not at every try.
-                if !connectivity.isOffline {
+                // An unreachable host and a refused sign-in are logged once by Connectivity, not
+                // at every try.
+                if !Self.loggedByConnectivity(error) {
                     Log.warning("watching for changes failed (\(error)); retrying in \(Double(Int(delay * 10)) / 10) s")
                 }
                 catchUp = true
@@ -122,7 +163,10 @@ extension SyncEngine {
             while !Task.isCancelled {
                 let filled = options.fill.parallelism > 1 ? await runParallelFill() : await runSequentialFill()
                 if let filled {
-                    if !filled.needsCatchUp { caughtUp.fire() }
+                    if !filled.needsCatchUp {
+                        markCurrent()
+                        caughtUp.fire()
+                    }
                     return (filled.cursor, filled.needsCatchUp)
                 }
                 if Task.isCancelled { break }
@@ -140,9 +184,11 @@ extension SyncEngine {
             let cursor = try await syncClient.listFolderGetLatestCursor(
                 ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
             state.withLock { $0.cursor = cursor }
+            markCurrent()
             caughtUp.fire()
             return (cursor, false)
         } catch {
+            markBehind(error)
             Log.warning("cannot get a change cursor: \(error)")
             return (nil, false)
         }
@@ -187,14 +233,30 @@ extension SyncEngine {
         Backoff.delay(afterFailure: failures, random: .random(in: 0..<1), base: .seconds(1), cap: .seconds(60)) / .seconds(1)
     }
 
-    /// The backoff, at most `offlineRetry` while Dropbox cannot be reached, so a mount notices
-    /// soon that the network is back.
+    /// The backoff, at most `offlineRetry` while a host cannot be reached or the sign-in is
+    /// refused, so a mount notices soon that the network or a new token is back.
     func retryDelay(failures: Int) -> Double {
         let delay = Self.retryDelay(failures: failures)
-        return connectivity.isOffline ? min(delay, options.offlineRetry) : delay
+        let waiting = connectivity.anyUnreachable || connectivity.signIn.problem != nil
+        return waiting ? min(delay, options.offlineRetry) : delay
     }
 
+    static func loggedByConnectivity(_ error: DropboxError) -> Bool {
+        switch error {
+        case .authentication: return true
+        case .transport(let failure): return failure.meansUnreachable || failure.kind == .offline
+        default: return false
+        }
+    }
+
+    /// Sleeps `seconds`, or less when woken (WatcherWakeup.swift).
     func pause(seconds: Double) async {
-        try? await Task.sleep(for: .seconds(seconds))
+        _ = await wakeup.wait { () async throws(DropboxError) in
+            do {
+                try await Task.sleep(for: .seconds(seconds))
+            } catch {
+                throw .transport(TransportError(kind: .cancelled, message: "woken"))
+            }
+        }
     }
 }

@@ -62,6 +62,8 @@ final class SyncEngine: Sendable {
     /// Fired when the tree first matches Dropbox: the whole-account fill completed, or a restored
     /// tree caught up with the changes since its stored cursor.
     let caughtUp = CompletionSignal()
+    /// Ends the watcher's longpoll or pause early (WatcherWakeup.swift).
+    let wakeup = WatcherWakeup()
 
     init(
         tree: LiveTree, client: any DropboxClient, syncClient: any DropboxClient, connectivity: Connectivity,
@@ -80,6 +82,7 @@ final class SyncEngine: Sendable {
             initial.relistRestored = Double(Int64(time(nil)) - stored.filledAt) >= options.relistStoredAfter
             initial.progress.restoredEntries = stored.entryCount
             initial.progress.storedSyncedAt = stored.syncedAt
+            initial.progress.asOf = stored.syncedAt
             initial.progress.phase = stored.cursor == nil ? .filling : .watching
         }
         self.state = Mutex(initial)

@@ -36,6 +36,33 @@ public struct SyncProgress: Sendable, Equatable {
     /// that tree last matched Dropbox (seconds since the epoch).
     public var restoredEntries: Int = 0
     public var storedSyncedAt: Int64 = 0
+    /// When the tree last agreed with Dropbox (seconds since the epoch; 0: not yet): a fill or a
+    /// catch-up that completed, or a longpoll that found nothing new.
+    public var asOf: Int64 = 0
+    /// Since when catching up with Dropbox fails (nil: it does not), and the last reason.
+    public var behindSince: Int64?
+    public var behindReason: String?
+
+    /// The tree agrees with Dropbox as of `wall` (seconds since the epoch).
+    mutating func current(at wall: Int64) {
+        asOf = wall
+        behindSince = nil
+        behindReason = nil
+    }
+
+    /// Catching up failed at `wall` with `reason`.
+    mutating func behind(at wall: Int64, reason: String) {
+        if behindSince == nil { behindSince = wall }
+        behindReason = reason
+    }
+
+    /// Whether the tree is stale at `wall`: catching up fails, and it last agreed with Dropbox
+    /// more than `staleAfter` seconds ago (or never, for `behindSince` that long).
+    public func isStale(at wall: Int64, staleAfter: Double) -> Bool {
+        guard let behindSince else { return false }
+        let reference = asOf > 0 ? asOf : behindSince
+        return Double(wall - reference) > staleAfter
+    }
 
     /// A whole-account fill starts at `time` (monotonic seconds): the status shows it running, not
     /// the finished time of a fill before it.
@@ -46,10 +73,23 @@ public struct SyncProgress: Sendable, Equatable {
     }
 
     /// One line for the log and the status attribute; `offlineSince` (seconds since the epoch)
-    /// while Dropbox cannot be reached.
-    public func summary(entriesInTree: Int, now: Double, offlineSince: Int64? = nil) -> String {
+    /// while Dropbox cannot be reached; `extra` (per-host reachability, the sign-in) after it;
+    /// `wall` (seconds since the epoch) and `staleAfter` decide `stale=1`.
+    public func summary(
+        entriesInTree: Int, now: Double, offlineSince: Int64? = nil, extra: [String] = [], wall: Int64 = 0,
+        staleAfter: Double = .infinity
+    ) -> String {
         var parts = ["phase=\(phase.rawValue)", "entries=\(entriesInTree)", "pages=\(pages)"]
         if let offlineSince { parts.append("offline_since=\(Connectivity.timestamp(offlineSince))") }
+        parts += extra
+        if asOf > 0 { parts.append("as_of=\(Connectivity.timestamp(asOf))") }
+        if let behindSince {
+            parts.append("behind_since=\(Connectivity.timestamp(behindSince))")
+            if let behindReason {
+                parts.append("behind_error=" + Log.escaped(behindReason).replacingOccurrences(of: " ", with: "_"))
+            }
+            if isStale(at: wall, staleAfter: staleAfter) { parts.append("stale=1") }
+        }
         if restoredEntries > 0 {
             parts.append("restored=\(restoredEntries)")
             if storedSyncedAt > 0 { parts.append("stored_as_of=\(Connectivity.timestamp(storedSyncedAt))") }
@@ -79,7 +119,22 @@ extension SyncEngine {
     func statusLine() -> String {
         let now = options.monotonicNow()
         let offline = connectivity.since
+        let extra = connectivity.statusFields() + connectivity.signIn.statusFields()
         let progress = state.withLock { $0.progress }
-        return progress.summary(entriesInTree: tree.counts.live, now: now, offlineSince: offline)
+        return progress.summary(
+            entriesInTree: tree.counts.live, now: now, offlineSince: offline, extra: extra, wall: Int64(time(nil)),
+            staleAfter: options.staleAfter)
+    }
+
+    /// The tree agrees with Dropbox now.
+    func markCurrent() {
+        let wall = Int64(time(nil))
+        state.withLock { $0.progress.current(at: wall) }
+    }
+
+    /// Catching up with Dropbox failed with `error`.
+    func markBehind(_ error: DropboxError) {
+        let wall = Int64(time(nil))
+        state.withLock { $0.progress.behind(at: wall, reason: error.description) }
     }
 }
