@@ -4,6 +4,8 @@
 // (Secrets.swift), and the background daemon receives it over a pipe.
 
 import DropboxAPI
+import Log
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -23,13 +25,44 @@ struct ResolvedCredentials {
     var advice = "sign in again with `dropboxfs auth`"
 }
 
+/// The account a mount shows, once known: credentials replaced while it runs are used only when
+/// Dropbox says they are of this account (a tree is never shown to another account's credentials,
+/// nor another account's changes written into it).
+final class MountedAccount: Sendable {
+    private let id = Mutex<String?>(nil)
+
+    func set(_ accountID: String) { id.withLock { $0 = accountID } }
+
+    /// Whether `provider`'s credentials are of the mounted account: one users/get_current_account.
+    func judge(_ provider: any AccessTokenProvider, endpoints: DropboxEndpoints) async -> ReloadingTokenProvider.Acceptance {
+        guard let want = id.withLock({ $0 }) else { return .accepted }
+        let client = DropboxHTTPClient(endpoints: endpoints, tokens: provider, transport: Shared.transport)
+        do {
+            let account = try await client.getCurrentAccount()
+            guard account.accountId != want else { return .accepted }
+            return .refused(
+                "they are of the account \(Log.quoted(account.email)), not of the mounted one: unmount and mount "
+                    + "again to show that account")
+        } catch .authentication(let failure) {
+            return .refused("Dropbox refuses them (\(failure))")
+        } catch {
+            return .unknown
+        }
+    }
+}
+
 enum Credentials {
     /// `timeouts`: of the OAuth token requests that renew a stored sign-in's access token.
     /// `tagFolder`: the cache folder whose key tags a bare access token (mounts with a stored tree).
     static func resolve(
         file: String?, profile: Profile, endpoints: DropboxEndpoints,
-        timeouts: HTTPTimeouts = DropboxHTTPClient.Configuration().rpcTimeouts, tagFolder: String? = nil
+        timeouts: HTTPTimeouts = DropboxHTTPClient.Configuration().rpcTimeouts, tagFolder: String? = nil,
+        mounted: MountedAccount? = nil
     ) throws(CommandFailure) -> ResolvedCredentials {
+        let accept: @Sendable (any AccessTokenProvider) async -> ReloadingTokenProvider.Acceptance = { provider in
+            guard let mounted else { return .accepted }
+            return await mounted.judge(provider, endpoints: endpoints)
+        }
         if let token = try accessToken(file: file) {
             let tokenTag = tagFolder.flatMap { CredentialTag.of(token: token, cacheFolder: $0) }
             guard let file else {
@@ -45,7 +78,8 @@ enum Credentials {
             let tokens = ReloadingTokenProvider(
                 initial: StaticTokenProvider(token: token), source: "the access token file \(path)",
                 version: { fileVersion(path) },
-                load: { (try? accessToken(file: path)).flatMap { $0 }.map { StaticTokenProvider(token: $0) } })
+                load: { (try? accessToken(file: path)).flatMap { $0 }.map { StaticTokenProvider(token: $0) } },
+                accept: accept)
             return ResolvedCredentials(
                 tokens: tokens, source: "access token from the file \(file)", tokenTag: tokenTag,
                 advice: "write a new access token to \(path): the running mount reads it again")
@@ -62,7 +96,7 @@ enum Credentials {
                     let oauth = OAuthClient(
                         appKey: again.appKey, endpoints: endpoints, transport: Shared.transport, timeouts: timeouts)
                     return RefreshingTokenProvider(refreshToken: again.refreshToken, oauth: oauth)
-                })
+                }, accept: accept)
             return ResolvedCredentials(
                 tokens: tokens, source: "stored sign-in\(profile.suffix) (\(path))", accountID: stored.accountId,
                 advice: "run `dropboxfs auth\(profile.flag)` to sign in again: the running mount reads the new sign-in")

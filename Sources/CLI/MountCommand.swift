@@ -62,15 +62,17 @@ enum MountCommand {
         try configuration.checkCacheFolder()
         let background = !configuration.foreground && !Daemon.isChild
         if background { try configuration.checkLogFile() }
+        let mounted = MountedAccount()
         let credentials = try Credentials.resolve(
             file: configuration.accessTokenFile, profile: configuration.profile,
             endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts,
-            tagFolder: configuration.persist ? configuration.cacheFolder : nil)
+            tagFolder: configuration.persist ? configuration.cacheFolder : nil, mounted: mounted)
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
             pacer: Pacer(policy: configuration.retryPolicy), configuration: configuration.http)
         let target = try MountTarget.resolve(
             configuration, client: homeClient, accountID: credentials.accountID, tokenTag: credentials.tokenTag)
+        mounted.set(target.identity.accountID)
         let client = homeClient.with(pathRoot: target.identity.pathRoot)
         // A stored tree is caught up from its cursor, a request that needs the same permission as
         // this check; without one, check before mounting.

@@ -2,6 +2,7 @@
 // once per check interval before a token is handed out, and at once after a rejected token the
 // provider in use cannot renew.
 
+import Log
 import Synchronization
 import Testing
 
@@ -12,6 +13,9 @@ import Testing
         let state = Mutex<(version: String?, token: String, loads: Int)>(("v1", "t1", 0))
         let clock = Mutex<ContinuousClock.Instant>(.now)
 
+        /// What `accept` answers for a token (default: every token is accepted), and how often it was asked.
+        let verdicts = Mutex<(answers: [String: ReloadingTokenProvider.Acceptance], asked: Int)>(([:], 0))
+
         func provider(checkEvery: Duration = .seconds(1)) -> ReloadingTokenProvider {
             ReloadingTokenProvider(
                 initial: StaticTokenProvider(token: "t1"), source: "the test file", checkEvery: checkEvery,
@@ -21,6 +25,13 @@ import Testing
                     self.state.withLock { s in
                         s.loads += 1
                         return StaticTokenProvider(token: s.token)
+                    }
+                },
+                accept: { provider in
+                    let token = (try? await provider.accessToken()) ?? ""
+                    return self.verdicts.withLock { v in
+                        v.asked += 1
+                        return v.answers[token] ?? .accepted
                     }
                 })
         }
@@ -61,5 +72,31 @@ import Testing
         source.advance(.seconds(2))
         #expect(try await tokens.accessToken() == "t1")
         #expect(source.loads == 0)
+    }
+
+    @Test func anotherAccountsTokenIsRefusedOnceAndTheTokenInUseKept() async throws {
+        let source = Source()
+        source.verdicts.withLock { $0.answers = ["b1": .refused("they are of another account"), "t3": .unknown] }
+        let tokens = source.provider()
+        let logged = Mutex<[String]>([])
+        let sink = Log.addSink { _, line in logged.withLock { $0.append(line) } }
+        defer { Log.removeSink(sink) }
+        source.replace(version: "v2", token: "b1")
+        source.advance(.seconds(1))
+        #expect(try await tokens.accessToken() == "t1", "refused: the token in use stays")
+        source.advance(.seconds(1))
+        #expect(try await tokens.accessToken() == "t1")
+        #expect(source.verdicts.withLock { $0.asked } == 1, "a refused version is not judged again")
+        #expect(logged.withLock { $0.filter { $0.contains("they are of another account") } }.count == 1)
+        // Dropbox cannot say yet: asked again at the next check, and taken once accepted.
+        source.replace(version: "v3", token: "t3")
+        source.advance(.seconds(1))
+        #expect(try await tokens.accessToken() == "t1")
+        source.advance(.seconds(1))
+        #expect(try await tokens.accessToken() == "t1")
+        #expect(source.verdicts.withLock { $0.asked } == 3, "an unknown verdict is asked again")
+        source.verdicts.withLock { $0.answers["t3"] = .accepted }
+        source.advance(.seconds(1))
+        #expect(try await tokens.accessToken() == "t3")
     }
 }

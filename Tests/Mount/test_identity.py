@@ -9,12 +9,13 @@ import os
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
 from helpers import (
-    compare_records, env_for, expected_entries, find_records, is_mounted, poll_assert, run, sync_status,
-    wait_for_fill,
+    TOKEN, compare_records, env_for, expected_entries, find_records, is_mounted, poll_assert, run, sync_status,
+    wait_for_fill, wait_until,
 )
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -188,3 +189,44 @@ def test_a_key_that_is_not_private_ties_nothing(binary, accounts, mount_factory,
     assert r.returncode == 5 and not is_mounted(mountpoint), r
     assert b"is not a private file of 32 bytes: not used" in r.stderr, r.stderr
     assert b"test-token" not in r.stderr
+
+
+def test_a_token_replaced_by_another_accounts_is_not_used_while_mounted(accounts, mount_factory, tmp_path):
+    """--access-token-file is read again when it changes (a fixed sign-in without a remount), but
+    a token of another account is not taken: the mount keeps showing its account's tree with the
+    token in use, says why once, and writes nothing of the other account; a new token of the same
+    account is taken."""
+    fake, b, proxy, url = accounts
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    m = mount_factory(url, "--access-token-file", str(token_file))
+    wait_for_fill(m.path, fake)
+    assert_shows(m, fake)
+
+    def replace(token):
+        fresh = tmp_path / "token.new"
+        fresh.write_text(token + "\n")
+        os.rename(fresh, token_file)
+
+    replace(TOKEN_B)
+    time.sleep(1.1)  # the file is looked at once a second at most: this change must be seen
+    # A change on a's side: the catch-up that follows asks for a token, which finds the file changed.
+    fake.add_file("/A only/while-b.txt", b"a's change\n")
+    wait_until(lambda: os.path.exists(f"{m.path}/A only/while-b.txt") and
+               "not of the mounted one" in m.log_text(), timeout=15, interval=0.3,
+               message="the other account's token judged and refused, a's changes still shown")
+    log = m.log_text()
+    assert log.count("not of the mounted one") == 1, log[-2000:]
+    assert TOKEN_B not in log
+    assert open(f"{m.path}/Shared name.txt", "rb").read() == b"a's version\n"
+    assert_shows(m, fake)
+
+    fake.add_token("test-token-a2")
+    replace("test-token-a2")
+    time.sleep(1.1)
+    fake.add_file("/A only/later.txt", b"later\n")
+    wait_until(lambda: "using the new credentials" in m.log_text(), timeout=15, interval=0.3,
+               message="a new token of the same account taken")
+    wait_until(lambda: os.path.exists(f"{m.path}/A only/later.txt"), timeout=20, interval=0.3,
+               message="changes still followed")
+    assert open(f"{m.path}/A only/later.txt", "rb").read() == b"later\n"
