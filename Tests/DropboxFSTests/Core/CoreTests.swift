@@ -428,6 +428,16 @@ extension CoreTests {
             return result
         }
 
+        /// The get_latest_cursor call for `path` (recursive), gated as a listing's page is.
+        static func latestCursor(_ path: String = "") -> Call {
+            Call(listing: Listing(path: "get_latest_cursor:" + path, recursive: true), page: 0)
+        }
+
+        func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
+            await pass(Self.latestCursor(arg.path))
+            return try await base.listFolderGetLatestCursor(arg)
+        }
+
     }
 }
 
