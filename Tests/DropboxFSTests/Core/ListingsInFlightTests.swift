@@ -80,5 +80,46 @@ extension CoreTests {
             await #expect(throws: FilesystemError.notFound) { try await fs.lookup(parent: d, name: "gone") }
             #expect(try await names(fs, try await inode(fs, "/d/sub")) == ["inside"])
         }
+
+        /// A listing in flight whose folder is removed, and whose index a new folder takes, is not
+        /// applied to the new folder: the listing names its folder by index and generation.
+        @Test func aListingOfARemovedFolderNeverLandsOnTheFolderThatReusedItsIndex() async throws {
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            fake.addFile("/old/a", size: 1)
+            let old = try #require(id(of: fake.entry("/old")))
+            let gated = GatedClient(fake)
+            let held = GatedClient.Call(listing: .init(path: old, recursive: false), page: 0)
+            gated.holdReply(held)
+            let fs = Filesystem(client: gated, options: options(watchChanges: true, longpollTimeout: 30))
+            fs.startSync()
+            defer { fs.stop() }
+            let oldInode = try await inode(fs, "/old")  // lists the root, not /old
+            let user = Task { try await names(fs, oldInode) }
+            try await waitUntil("the listing of /old was answered") { gated.hasArrived(held) }
+            try await waitUntil("the watcher longpolls") { fake.callCount(.listFolderLongpoll) >= 1 }
+
+            fake.delete("/old")
+            fake.addFolder("/new")
+            let root = MetadataTree.rootIndex
+            let newIndex = try await {
+                var found: UInt32?
+                try await waitUntil("the watcher applied the changes") {
+                    found = fs.tree.state.withLock { t -> UInt32? in
+                        guard case .found(let index) = t.tree.lookup(parent: root, key: FoldKey("new")) else { return nil }
+                        return index
+                    }
+                    return found != nil
+                }
+                return found!
+            }()
+            try #require(UInt64(newIndex) == oldInode, "the new folder took the removed one's index")
+
+            gated.release(held)
+            _ = try? await user.value
+            try await waitUntil("the listing ended") { listingsIdle(fs) }
+            #expect(try await names(fs, UInt64(newIndex)) == [], "the new folder is empty")
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+        }
     }
 }
