@@ -1,11 +1,12 @@
 // The concurrency model test (docs/SEMANTICS.md, "Listings in flight"; docs/TESTING.md): the
 // reference model of ReferenceModelTests, but with the interleavings chosen by the seed. Every
 // list_folder, continue and get_latest_cursor reply is taken from the in-memory Dropbox at once (its
-// snapshot) and held by a gate until the schedule releases it, in random order, or fails it. Meanwhile
-// the schedule starts users' listings and lookups, changes the account (the watcher's change batches
-// are held the same way), resets the cursors, and remounts from the tree store. The fill runs in
-// parallel branches that split. After every schedule everything is let through, and the mounted tree,
-// and then the stored one, must equal the account. No sleeps: the schedule waits for conditions.
+// snapshot) or when released, and held by a gate until the schedule releases it, in random order
+// (some calls are slow: released last), or fails it. Meanwhile the schedule starts users' listings
+// and lookups, changes the account (the watcher's change batches are held the same way), resets the
+// cursors, and remounts from the tree store. The fill runs in parallel branches that split. After
+// every schedule everything is let through, and the mounted tree, and then the stored one, must
+// equal the account. No sleeps: the schedule waits for conditions (docs/TESTING.md has the figures).
 //
 // CI runs a quick slice (one schedule per adversarial mode set, a few more of all modes at once);
 // DROPBOXFS_CONCURRENCY_SEEDS=N runs N schedules per mode set with bigger trees and longer schedules.
@@ -68,13 +69,26 @@ extension CoreTests {
                 var open = false
                 /// Cursors of listings with more pages: their continue is a listing's page.
                 var listingCursors: Set<String> = []
+                /// Decides, per call, whether its snapshot is taken when it arrives or when released,
+                /// and whether it is slow.
+                var random: SplitMix
+                /// Held calls of a slow server: released only when no other call is held, or now and
+                /// then. They make the windows a race needs (a slow cursor, a slow page).
+                var slow: Set<UInt64> = []
             }
 
             let base: InMemoryDropbox
             var forwardee: any DropboxClient { base }
-            private let state = Mutex(State())
+            private let state: Mutex<State>
 
-            init(_ base: InMemoryDropbox) { self.base = base }
+            init(_ base: InMemoryDropbox, seed: UInt64) {
+                self.base = base
+                self.state = Mutex(State(random: SplitMix(seed: seed)))
+            }
+
+            /// Whether the next call's reply is taken from the fake before it is held (a server that
+            /// answers at once, slow to deliver) rather than when it is released (a slow server).
+            private func snapshotEarly() -> Bool { state.withLock { $0.random.next() % 2 == 0 } }
 
             var pendingCount: Int { state.withLock { $0.pending.count } }
             /// Whether a call is on its way to the gate (entered, not held yet).
@@ -84,7 +98,10 @@ extension CoreTests {
             func openAll() {
                 let waiters = state.withLock { s -> [CheckedContinuation<DropboxError?, Never>] in
                     s.open = true
-                    defer { s.pending = [:] }
+                    defer {
+                        s.pending = [:]
+                        s.slow = []
+                    }
                     return Array(s.pending.values)
                 }
                 for waiter in waiters { waiter.resume(returning: nil) }
@@ -96,11 +113,14 @@ extension CoreTests {
             /// Releases one held call picked by `random`, failing it (a listing's only) when `fail`.
             /// Returns what it did.
             func releaseOne(using random: inout SplitMix, fail: Bool) -> String? {
-                let ids = state.withLock { $0.pending.keys.sorted() }
+                let (all, slow) = state.withLock { s in (s.pending.keys.sorted(), s.slow) }
+                let quick = all.filter { !slow.contains($0) }
+                let ids = quick.isEmpty || Int.random(in: 0..<8, using: &random) == 0 ? all : quick
                 guard !ids.isEmpty else { return nil }
                 let id = ids[Int.random(in: 0..<ids.count, using: &random)]
                 let (waiter, failable) = state.withLock { s in
-                    (s.pending.removeValue(forKey: id), s.failable.removeValue(forKey: id) ?? false)
+                    s.slow.remove(id)
+                    return (s.pending.removeValue(forKey: id), s.failable.removeValue(forKey: id) ?? false)
                 }
                 guard let waiter else { return nil }
                 let failure: DropboxError? = fail && failable ? .serverError(status: 500) : nil
@@ -108,7 +128,8 @@ extension CoreTests {
                 return failure == nil ? "release" : "fail"
             }
 
-            private func gate(failable: Bool) async throws(DropboxError) {
+            /// `slowOdds`: one call in that many is slow.
+            private func gate(failable: Bool, slowOdds: UInt64 = 5) async throws(DropboxError) {
                 let id = state.withLock { s in
                     s.next += 1
                     return s.next
@@ -121,6 +142,7 @@ extension CoreTests {
                             if Task.isCancelled { return .some(cancelled) }
                             s.pending[id] = continuation
                             s.failable[id] = failable
+                            if s.random.next() % slowOdds == 0 { s.slow.insert(id) }
                             return nil
                         }
                         if let now { continuation.resume(returning: now) }
@@ -128,6 +150,7 @@ extension CoreTests {
                 } onCancel: {
                     let waiter = state.withLock { s in
                         s.failable[id] = nil
+                        s.slow.remove(id)
                         return s.pending.removeValue(forKey: id)
                     }
                     waiter?.resume(returning: cancelled)
@@ -145,9 +168,13 @@ extension CoreTests {
             func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
                 enter()
                 defer { leave() }
+                // A folder's own listing is slow more often: the older listing that lands late.
+                let early = snapshotEarly()
+                let odds: UInt64 = arg.recursive ? 5 : 2
+                if !early { try await gate(failable: true, slowOdds: odds) }
                 let page = try await base.listFolder(arg)
                 note(page)
-                try await gate(failable: true)
+                if early { try await gate(failable: true, slowOdds: odds) }
                 return page
             }
 
@@ -155,18 +182,22 @@ extension CoreTests {
                 enter()
                 defer { leave() }
                 let isListing = state.withLock { $0.listingCursors.remove(cursor) != nil }
+                // A failed change batch makes the watcher pause a real second: only listings fail.
+                let early = snapshotEarly()
+                if !early { try await gate(failable: isListing) }
                 let page = try await base.listFolderContinue(cursor: cursor)
                 if isListing { note(page) }
-                // A failed change batch makes the watcher pause a real second: only listings fail.
-                try await gate(failable: isListing)
+                if early { try await gate(failable: isListing) }
                 return page
             }
 
             func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
                 enter()
                 defer { leave() }
+                let early = snapshotEarly()
+                if !early { try await gate(failable: true, slowOdds: 2) }
                 let cursor = try await base.listFolderGetLatestCursor(arg)
-                try await gate(failable: true)
+                if early { try await gate(failable: true, slowOdds: 2) }
                 return cursor
             }
         }
@@ -208,11 +239,14 @@ extension CoreTests {
             }
         }
 
-        /// A random attached folder of the mounted tree.
+        /// A random attached folder of the mounted tree; mostly one not completely listed yet (a
+        /// complete one is answered without a listing, so it races with nothing).
         static func randomFolder(_ fs: Filesystem, using random: inout SplitMix) -> UInt32 {
-            let folders = fs.tree.state.withLock { t in
-                t.tree.nodes.indices.filter { t.tree.nodes[$0].attached && t.tree.nodes[$0].kind == .folder }
+            let (all, unlisted) = fs.tree.state.withLock { t in
+                let all = t.tree.nodes.indices.filter { t.tree.nodes[$0].attached && t.tree.nodes[$0].kind == .folder }
+                return (all, all.filter { !t.tree.isComplete(UInt32($0)) })
             }
+            let folders = unlisted.isEmpty || Int.random(in: 0..<5, using: &random) == 0 ? all : unlisted
             return UInt32(folders[Int.random(in: 0..<folders.count, using: &random)])
         }
 
@@ -224,12 +258,15 @@ extension CoreTests {
             fake.longpollSecond = .milliseconds(5)
             var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: scenario.seed, nasty: true))
             mutator.builder.add(entries: scenario.entries)
-            let gate = ScheduleGate(fake)
+            let gate = ScheduleGate(fake, seed: scenario.seed)
             var random = SplitMix(seed: scenario.seed &* 7 &+ 1)
             var mounted = try Self.mount(gate, folder: folder, scenario: scenario)
             var users: [Task<Void, Never>] = []
             let ended = Ended()
             var log: [String] = []
+            /// The display path of the folder a user listed last: half the changes land in it, so
+            /// a change often falls between that listing's snapshot and a newer one of the folder.
+            var lastListed: String?
 
             for step in 0..<scenario.steps {
                 let roll = Int.random(in: 0..<100, using: &random)
@@ -246,6 +283,7 @@ extension CoreTests {
                 case 62..<74:
                     let fs = mounted.fs
                     let target = Self.randomFolder(fs, using: &random)
+                    lastListed = fs.tree.state.withLock { t in t.tree.path(of: target) }
                     users.append(
                         Task {
                             _ = try? await names(fs, UInt64(target))
@@ -263,7 +301,26 @@ extension CoreTests {
                         })
                     log.append("lookup \(path.debugDescription)")
                 case 79..<95:
-                    try await mutator.mutate(log: &log)
+                    let isFolder: (String) -> Bool = { path in
+                        if path.isEmpty { return true }
+                        if case .folder = fake.entry(path) { return true }
+                        return false
+                    }
+                    if let folder = lastListed, isFolder(folder), Bool.random(using: &random) {
+                        let children = try await mutator.entries().filter { entry in
+                            entry.path.hasPrefix(folder + "/") && !entry.path.dropFirst(folder.count + 1).contains("/")
+                        }
+                        if let child = children.randomElement(using: &random), Bool.random(using: &random) {
+                            fake.delete(child.path)
+                            log.append("delete \(child.path.debugDescription)")
+                        } else {
+                            let path = mutator.builder.freshPath(in: folder)
+                            fake.addFile(path, size: 9)
+                            log.append("add \(path.debugDescription)")
+                        }
+                    } else {
+                        try await mutator.mutate(log: &log)
+                    }
                 case 95..<97:
                     fake.resetCursors()
                     log.append("reset")
