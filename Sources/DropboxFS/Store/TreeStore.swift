@@ -507,7 +507,7 @@ public final class TreeStore: Sendable {
             }
             try tree.restore(
                 node, at: UInt32(index), key: rows.text(3), oddKey: flags & 8 != 0, symlinkTarget: target,
-                scan: &scan)
+                complete: flags & 16 == 0, scan: &scan)
         }
         try tree.finishRestore(scan, at: now)
         return tree
@@ -608,7 +608,8 @@ public final class TreeStore: Sendable {
         s.bind(record.key, at: 4)
         s.bind(Int64(node.kind.rawValue), at: 5)
         s.bind(
-            (node.isDownloadable ? 1 : 0) | (node.provisional ? 4 : 0) | (record.oddKey ? 8 : 0),
+            (node.isDownloadable ? 1 : 0) | (node.provisional ? 4 : 0) | (record.oddKey ? 8 : 0)
+                | (record.incomplete ? 16 : 0),
             at: 6)
         s.bind(Int64(bitPattern: node.size), at: 7)
         s.bind(node.mtime, at: 8)

@@ -86,8 +86,10 @@ extension SyncEngine {
     /// The fill's branches, in the order to list them, planned from the tree as it stands (see the
     /// file comment), and how many folders were listed by themselves for the splits. `tops` are the
     /// root's folders, just listed; `room` is what the request budget leaves for splits.
-    func planBranches(_ tops: [UInt32], room budgetRoom: PlanRoom) async -> (branches: [UInt32], listedAlone: Int) {
-        var branches = tops.map(sized)
+    func planBranches(_ tops: [FolderRef], room budgetRoom: PlanRoom) async -> (branches: [FolderRef], listedAlone: Int) {
+        // The plan works on indices; each is kept with its generation, checked after the waits.
+        var refs = Dictionary(tops.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        var branches = tops.map { sized($0.index) }
         let total = branches.reduce(0) { $0 + $1.entries }
         let minimum = 2 * Int(options.pageLimit)
         var room = budgetRoom
@@ -105,12 +107,14 @@ extension SyncEngine {
             }
             Log.info("planning from the tree's sizes (\(total) entries): splitting \(described)")
             listedAlone += chosen.count
-            let listed = await listAloneForPlan(chosen)
+            let listed = await listAloneForPlan(chosen.compactMap { refs[$0] })
             // The parts of each split folder, from its fresh listing.
             let parts = tree.state.withLock { t in
                 Dictionary(uniqueKeysWithValues: listed.compactMap { folder -> (UInt32, [UInt32])? in
-                    guard t.tree.node(folder)?.attached == true else { return nil }
-                    return (folder, t.tree.subfolders(of: folder))
+                    guard let index = t.tree.folder(folder) else { return nil }
+                    let subfolders = t.tree.subfolders(of: index)
+                    for part in subfolders { refs[part] = t.tree.ref(part) }
+                    return (index, subfolders)
                 })
             }
             branches = branches.flatMap { branch -> [SizedBranch] in
@@ -130,12 +134,12 @@ extension SyncEngine {
                 return parts.map(sized)
             }
         }
-        return (FillPlan.ordered(branches).map(\.folder), listedAlone)
+        return (FillPlan.ordered(branches).compactMap { refs[$0.folder] }, listedAlone)
     }
 
     /// Lists each of `folders` by itself, at once; returns those whose listing was applied.
-    private func listAloneForPlan(_ folders: [UInt32]) async -> Set<UInt32> {
-        await withTaskGroup(of: UInt32?.self) { group in
+    private func listAloneForPlan(_ folders: [FolderRef]) async -> Set<FolderRef> {
+        await withTaskGroup(of: FolderRef?.self) { group in
             for folder in folders {
                 group.addTask {
                     do throws(FilesystemError) {
@@ -146,7 +150,7 @@ extension SyncEngine {
                     }
                 }
             }
-            var listed: Set<UInt32> = []
+            var listed: Set<FolderRef> = []
             for await folder in group { if let folder { listed.insert(folder) } }
             return listed
         }

@@ -3,7 +3,8 @@
 // single listing, and a folder is only marked complete once every page has been applied, so a
 // missing name can then be answered with no request. The pages may come in any order and repeat
 // entries (the later occurrence wins); change batches applied while the listing was in flight are
-// applied again after it (ChangeReplay.swift). A request whose caller is signalled stops waiting
+// applied again after it (ChangeReplay.swift), and a listing that started before the newest one
+// applied to its folder is not applied at all (docs/SEMANTICS.md, "Listings in flight"). A request whose caller is signalled stops waiting
 // (`.interrupted`); the listing goes on for the other requests waiting for it, and is cancelled
 // when none is left (SharedWork.swift): the next request for the folder lists it afresh.
 
@@ -20,10 +21,15 @@ extension SyncEngine {
         // ends without filling it (a branch the fill split) may leave others that will: wait for
         // those too, within the same time.
         let deadline = options.monotonicNow() + options.prefetchWait
+        // The folder as it is now: every step after a wait checks it is still the same one.
+        let ref = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> FolderRef in
+            guard t.tree.node(folder) != nil else { throw .stale }
+            return t.tree.ref(folder)
+        }
         while waitForFill {
             let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
                 let wanted = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> Bool in
-                    guard let node = t.tree.node(folder) else { throw .stale }
+                    guard let node = t.tree.node(folder), node.generation == ref.generation else { throw .stale }
                     return node.kind == .folder && node.attached && !tree.isFresh(folder, in: t)
                 }
                 guard wanted else { return nil }
@@ -38,22 +44,22 @@ extension SyncEngine {
             if Task.isCancelled { throw .interrupted }
             let listing = try state.withLock { (s: inout State) throws(FilesystemError) -> SharedWork<Void>? in
                 let wanted = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> Bool in
-                    guard let node = t.tree.node(folder) else { throw .stale }
+                    guard let node = t.tree.node(folder), node.generation == ref.generation else { throw .stale }
                     guard node.kind == .folder else { throw .notADirectory }
                     // A deleted folder lists as empty.
                     return node.attached && !tree.isFresh(folder, in: t)
                 }
                 guard wanted else { return nil }
                 // A listing its waiters all left was cancelled: this request lists the folder again.
-                if let running = s.listings[folder], !running.isAbandoned { return running }
-                return startFolderListing(folder, in: &s)
+                if let running = s.listings[ref], !running.isAbandoned { return running }
+                return startFolderListing(ref, in: &s)
             }
             guard let listing else { return }
             guard try await listing.value() != nil else { continue }  // abandoned: list it again
             // The folder is complete now, unless a newer listing took this one's place (the
             // fill's, after its cursor) and is still running: the loop waits for that one.
             let complete = tree.state.withLock { t in
-                t.tree.node(folder).map { !$0.attached || t.tree.isComplete(folder) } ?? true
+                t.tree.folder(ref).map { t.tree.isComplete($0) } ?? true
             }
             if complete { return }
         }
@@ -63,12 +69,14 @@ extension SyncEngine {
     /// call with the lock held. Only requests start these, at their own priority: the
     /// whole-account fill lists its folders alone without sharing (listAloneForFill), so no
     /// request ever waits on a listing running at the fill's lower priority.
-    func startFolderListing(_ folder: UInt32, in s: inout State) -> SharedWork<Void> {
-        let path = tree.state.withLock { t in t.tree.listingPath(of: folder) }
+    func startFolderListing(_ folder: FolderRef, in s: inout State) -> SharedWork<Void> {
+        let path = tree.state.withLock { t in t.tree.listingPath(of: folder.index) }
+        let snapshot = s.takeSnapshotSequence()
         let ticket = s.changeReplay.begin()
         let listing = SharedWork<Void> { listing in
             do throws(FilesystemError) {
-                return .success(try await self.listAndApply(folder, path: path, ticket: ticket, as: listing))
+                return .success(
+                    try await self.listAndApply(folder, path: path, snapshot: snapshot, ticket: ticket, as: listing))
             } catch {
                 return .failure(error)
             }
@@ -78,7 +86,7 @@ extension SyncEngine {
     }
 
     private func listAndApply(
-        _ folder: UInt32, path: String, ticket: UInt64, as listing: SharedWork<Void>
+        _ folder: FolderRef, path: String, snapshot: UInt32, ticket: UInt64, as listing: SharedWork<Void>
     ) async throws(FilesystemError) {
         defer {
             state.withLock { s in
@@ -90,16 +98,16 @@ extension SyncEngine {
         var invalidated: [Invalidation] = []
         defer { invalidations.publish(invalidated) }
         withBoth { s, t in
-            // A newer listing of the folder took this one's place: this older snapshot must not
-            // land after it.
+            // The fill took this listing out of the map (listAloneForFill): not applied.
             guard s.listings[folder] === listing else { return }
-            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
+            applyFolderListing(
+                folder, entries: entries, snapshot: snapshot, ticket: ticket, in: &s, &t, invalidations: &invalidated)
         }
     }
 
     /// Every entry of `folder`'s own listing (all pages). A folder Dropbox no longer has is taken
     /// out of the tree (`.notFound`).
-    func fetchFolderEntries(_ folder: UInt32, path: String, forFill: Bool = false) async throws(FilesystemError) -> [Metadata] {
+    func fetchFolderEntries(_ folder: FolderRef, path: String, forFill: Bool = false) async throws(FilesystemError) -> [Metadata] {
         var entries: [Metadata] = []
         do {
             var undecodable = 0
@@ -118,8 +126,8 @@ extension SyncEngine {
             // The folder is gone on Dropbox: drop it from the tree.
             var invalidated: [Invalidation] = []
             tree.state.withLock { t in
-                guard let node = t.tree.node(folder), node.attached, folder != MetadataTree.rootIndex else { return }
-                t.tree.remove(folder, invalidations: &invalidated)
+                guard let index = t.tree.folder(folder), index != MetadataTree.rootIndex else { return }
+                t.tree.remove(index, invalidations: &invalidated)
             }
             invalidations.publish(invalidated)
             throw .notFound
@@ -131,14 +139,21 @@ extension SyncEngine {
         }
     }
 
-    /// Makes `folder`'s children exactly `entries` (its own listing) and marks it complete, then
-    /// applies again the change batches recorded since `ticket`. Call with both locks held.
+    /// Makes `folder`'s children exactly `entries` (its own listing, of snapshot sequence
+    /// `snapshot`) and marks it complete, then applies again the change batches recorded since
+    /// `ticket`; nothing when the folder is gone or a newer listing was applied to it
+    /// (docs/SEMANTICS.md, "Listings in flight"). Returns whether it was applied. Call with both
+    /// locks held.
+    @discardableResult
     func applyFolderListing(
-        _ folder: UInt32, entries: [Metadata], ticket: UInt64, in s: inout State, _ t: inout LiveTree.State,
-        invalidations invalidated: inout [Invalidation]
-    ) {
-        guard t.tree.node(folder)?.attached == true else { return }
-        t.replaceChildren(of: folder, with: entries, at: options.monotonicNow(), invalidations: &invalidated)
+        _ folder: FolderRef, entries: [Metadata], snapshot: UInt32, ticket: UInt64, in s: inout State,
+        _ t: inout LiveTree.State, invalidations invalidated: inout [Invalidation]
+    ) -> Bool {
+        guard let index = t.tree.folder(folder),
+            t.replaceChildren(
+                of: index, with: entries, snapshot: snapshot, at: options.monotonicNow(), invalidations: &invalidated)
+        else { return false }
         replayChanges(since: ticket, in: &s, &t, invalidations: &invalidated)
+        return true
     }
 }

@@ -130,13 +130,13 @@ extension SyncEngine {
             return nil
         }
         do throws(FilesystemError) {
-            try await listAloneForFill(MetadataTree.rootIndex)
+            try await listAloneForFill(ref(MetadataTree.rootIndex))
         } catch {
             if !Task.isCancelled { noteFillFailure(error) }
             return nil
         }
         let tops = tree.state.withLock { t in
-            t.tree.subfolders(of: MetadataTree.rootIndex)
+            t.tree.subfolders(of: MetadataTree.rootIndex).map { t.tree.ref($0) }
         }
         // The cursor, the root's own listing, and a request's listing of the root at mount.
         let baseOverhead = 3
@@ -172,8 +172,8 @@ extension SyncEngine {
         let complete = await runBranches()
         let abandoned = state.withLock { s in s.fillQueue?.removeAll() ?? [] }
         state.withLock { s in
-            for listing in abandoned where s.recursiveListings[listing.top] === listing {
-                s.recursiveListings[listing.top] = nil
+            for listing in abandoned where s.recursiveListings[listing.ref] === listing {
+                s.recursiveListings[listing.ref] = nil
             }
             s.fillQueue = nil
         }
@@ -202,7 +202,8 @@ extension SyncEngine {
     /// when that listing failed or stopped, whatever cursor the engine held before (a relist of a
     /// stored tree starts after its catch-up set one).
     func runSequentialFill(after first: String? = nil) async -> FillResult? {
-        let listing = state.withLock { s in startRecursiveListing(MetadataTree.rootIndex, in: &s) }
+        let root = ref(MetadataTree.rootIndex)
+        let listing = state.withLock { s in startRecursiveListing(root, in: &s) }
         guard let listing else { return nil }
         _ = await listing.done.wait(seconds: .infinity)
         guard let cursor = listing.completedCursor.withLock({ $0 }) else { return nil }
@@ -250,7 +251,18 @@ extension SyncEngine {
     /// pages the failed one applied, which the new one lists again. Uncounted, they let a flaky
     /// server push a fill past its request target.
     private func runBranch(_ listing: RecursiveListing) async {
-        let path = tree.state.withLock { t in t.tree.listingPath(of: listing.top) }
+        // The branch may have waited in the queue: its folder is checked by its generation.
+        guard let path = tree.state.withLock({ t in t.tree.folder(listing.ref).map { t.tree.listingPath(of: $0) } })
+        else {
+            // Gone since it was planned (a change removed it): the changes since the cursor settle it.
+            state.withLock { s in
+                if s.recursiveListings[listing.ref] === listing { s.recursiveListings[listing.ref] = nil }
+                s.changeReplay.end(listing.ticket)
+                s.fillQueue?.running -= 1
+            }
+            listing.done.fire()
+            return
+        }
         let splitter = BranchSplitter(engine: self, listing: listing)
         let outcome = await runRecursiveListing(listing, path: path, forFill: true) { pages, hasMore in
             splitter.shouldStop(pages: pages, hasMore: hasMore)
@@ -276,7 +288,8 @@ extension SyncEngine {
             guard var queue = s.fillQueue else { return }
             queue.running -= 1
             queue.overhead += wasted
-            if failed, !Task.isCancelled, let again = planRecursiveListing(listing.top, in: &s) {
+            // The branch's folder is checked by its generation: it may be gone after the pause.
+            if failed, !Task.isCancelled, let again = planRecursiveListing(listing.ref, in: &s) {
                 queue.enqueue(again)
                 queue.listings += 1
             }
@@ -288,16 +301,17 @@ extension SyncEngine {
     /// flight may be older than the cursor: it is taken out of the listings map, so it is not
     /// applied (its waiters list the folder again, FolderListing.swift). The fill's own listing is
     /// not shared: a request never waits behind a listing of the fill that the server holds up.
-    func listAloneForFill(_ folder: UInt32) async throws(FilesystemError) {
-        let (path, ticket) = withBoth { s, t in
+    func listAloneForFill(_ folder: FolderRef) async throws(FilesystemError) {
+        let (path, snapshot, ticket) = withBoth { s, t in
             s.listings[folder] = nil
-            return (t.tree.listingPath(of: folder), s.changeReplay.begin())
+            return (t.tree.listingPath(of: folder.index), s.takeSnapshotSequence(), s.changeReplay.begin())
         }
         defer { state.withLock { s in s.changeReplay.end(ticket) } }
         let entries = try await fetchFolderEntries(folder, path: path, forFill: true)
         var invalidated: [Invalidation] = []
         withBoth { s, t in
-            applyFolderListing(folder, entries: entries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
+            applyFolderListing(
+                folder, entries: entries, snapshot: snapshot, ticket: ticket, in: &s, &t, invalidations: &invalidated)
         }
         invalidations.publish(invalidated)
     }
@@ -314,7 +328,7 @@ extension SyncEngine {
 private final class BranchSplitter {
     private enum Phase {
         case listing
-        case probing(ticket: UInt64, task: Task<Void, Never>)
+        case probing(snapshot: UInt32, ticket: UInt64, task: Task<Void, Never>)
         case done
     }
 
@@ -337,9 +351,11 @@ private final class BranchSplitter {
             guard pages >= engine.options.fill.splitAfterPages, engine.fillWantsMoreBranches(), engine.reserveProbe()
             else { return false }
             let engine = self.engine
-            let folder = listing.top
+            let folder = listing.ref
             let probe = self.probe
-            let (ticket, path) = engine.withBoth { s, t in (s.changeReplay.begin(), t.tree.listingPath(of: folder)) }
+            let (snapshot, ticket, path) = engine.withBoth { s, t in
+                (s.takeSnapshotSequence(), s.changeReplay.begin(), t.tree.listingPath(of: folder.index))
+            }
             let task = Task {
                 do throws(FilesystemError) {
                     probe.finish(.success(try await engine.fetchFolderEntries(folder, path: path, forFill: true)))
@@ -347,21 +363,22 @@ private final class BranchSplitter {
                     probe.finish(.failure(error))
                 }
             }
-            phase = .probing(ticket: ticket, task: task)
+            phase = .probing(snapshot: snapshot, ticket: ticket, task: task)
             return false
-        case .probing(let ticket, _):
+        case .probing(let snapshot, let ticket, _):
             guard let outcome = probe.outcome else { return false }
             // The probe's ticket ends after the split applied its entries (replaying the change
             // batches since the probe was sent), not before.
             defer { finish() }
             guard case .success(let entries) = outcome else { return false }
-            return engine.splitBranch(listing, pagesSoFar: pages, folderEntries: entries, ticket: ticket)
+            return engine.splitBranch(
+                listing, pagesSoFar: pages, folderEntries: entries, snapshot: snapshot, ticket: ticket)
         }
     }
 
     /// Ends the probe (the branch ended or the split was decided).
     func finish() {
-        guard case .probing(let ticket, let task) = phase else { return }
+        guard case .probing(_, let ticket, let task) = phase else { return }
         phase = .done
         task.cancel()
         engine.state.withLock { s in s.changeReplay.end(ticket) }
@@ -411,12 +428,12 @@ extension SyncEngine {
     /// they fit the request budget: the folder's own listing (`folderEntries`) is applied and the
     /// subfolders are planned in one step. Returns whether it did; the branch's listing then stops.
     fileprivate func splitBranch(
-        _ listing: RecursiveListing, pagesSoFar: Int, folderEntries: [Metadata], ticket: UInt64
+        _ listing: RecursiveListing, pagesSoFar: Int, folderEntries: [Metadata], snapshot: UInt32, ticket: UInt64
     ) -> Bool {
         var invalidated: [Invalidation] = []
         defer { invalidations.publish(invalidated) }
         return withBoth { s, t in
-            guard var queue = s.fillQueue, t.tree.node(listing.top)?.attached == true else { return false }
+            guard var queue = s.fillQueue, let top = t.tree.folder(listing.ref) else { return false }
             let subfolderCount = folderEntries.reduce(0) { count, entry in
                 if case .folder = entry { return count + 1 }
                 return count
@@ -429,16 +446,20 @@ extension SyncEngine {
             guard subfolderCount > 0, queue.listings + subfolderCount <= options.fill.maxListings,
                 queue.overhead + waste + queue.listings + subfolderCount <= fillBudget(pagesApplied: queue.pagesApplied(s.progress))
             else { return false }
-            applyFolderListing(listing.top, entries: folderEntries, ticket: ticket, in: &s, &t, invalidations: &invalidated)
-            let subfolders = t.tree.subfolders(of: listing.top)
+            guard
+                applyFolderListing(
+                    listing.ref, entries: folderEntries, snapshot: snapshot, ticket: ticket, in: &s, &t,
+                    invalidations: &invalidated)
+            else { return false }
+            let subfolders = t.tree.subfolders(of: top)
             for folder in subfolders.reversed() {
-                guard let part = registerRecursiveListing(folder, in: &s) else { continue }
+                guard let part = registerRecursiveListing(t.tree.ref(folder), in: &s) else { continue }
                 queue.enqueue(part, first: true)
                 queue.listings += 1
             }
             queue.overhead += waste
             s.fillQueue = queue
-            Log.debug("splitting the listing of \(Log.quoted(t.tree.path(of: listing.top))) into \(subfolders.count)")
+            Log.debug("splitting the listing of \(Log.quoted(t.tree.path(of: top))) into \(subfolders.count)")
             return true
         }
     }

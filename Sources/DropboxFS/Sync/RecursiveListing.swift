@@ -14,7 +14,10 @@ import Synchronization
 
 /// One running recursive listing.
 final class RecursiveListing: Sendable {
-    let top: UInt32
+    /// The folder listed, checked against the tree before the listing's completion lands.
+    let ref: FolderRef
+    var top: UInt32 { ref.index }
+    /// The listing's snapshot sequence (SyncEngine.State.nextEpoch), taken when it was registered.
     let epoch: UInt32
     let startedAt: Double
     /// The change sequence at the start (ChangeReplay).
@@ -24,8 +27,8 @@ final class RecursiveListing: Sendable {
     /// it runs and after it stopped or failed. Set before `done` fires.
     let completedCursor = Mutex<String?>(nil)
 
-    init(top: UInt32, epoch: UInt32, startedAt: Double, ticket: UInt64) {
-        self.top = top
+    init(top: FolderRef, epoch: UInt32, startedAt: Double, ticket: UInt64) {
+        self.ref = top
         self.epoch = epoch
         self.startedAt = startedAt
         self.ticket = ticket
@@ -35,10 +38,10 @@ final class RecursiveListing: Sendable {
 extension SyncEngine {
     /// Starts a recursive listing of `folder` unless one runs; call with the engine's lock held
     /// (not the tree's).
-    func startRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
+    func startRecursiveListing(_ folder: FolderRef, in s: inout State) -> RecursiveListing? {
         if let running = s.recursiveListings[folder] { return running }
         guard let listing = planRecursiveListing(folder, in: &s) else { return nil }
-        let path = tree.state.withLock { t in t.tree.listingPath(of: folder) }
+        let path = tree.state.withLock { t in t.tree.listingPath(of: folder.index) }
         s.listingTasks[folder] = Task { await self.runRecursiveListing(listing, path: path) }
         return listing
     }
@@ -46,19 +49,19 @@ extension SyncEngine {
     /// A recursive listing of `folder`, registered (requests wait for it) but not started; nil
     /// when one is already registered or `folder` is no folder of the tree. Call with the engine's
     /// lock held (not the tree's).
-    func planRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
-        let isFolder = tree.state.withLock { t in t.tree.node(folder).map { $0.attached && $0.kind == .folder } ?? false }
+    func planRecursiveListing(_ folder: FolderRef, in s: inout State) -> RecursiveListing? {
+        let isFolder = tree.state.withLock { t in t.tree.folder(folder) != nil }
         guard isFolder else { return nil }
         return registerRecursiveListing(folder, in: &s)
     }
 
     /// `planRecursiveListing` for a folder known to be an attached folder of the tree (the caller
     /// holds both locks and checked it).
-    func registerRecursiveListing(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
+    func registerRecursiveListing(_ folder: FolderRef, in s: inout State) -> RecursiveListing? {
         if s.recursiveListings[folder] != nil { return nil }
         let listing = RecursiveListing(
-            top: folder, epoch: s.nextEpoch, startedAt: options.monotonicNow(), ticket: s.changeReplay.begin())
-        s.nextEpoch += 1
+            top: folder, epoch: s.takeSnapshotSequence(), startedAt: options.monotonicNow(),
+            ticket: s.changeReplay.begin())
         s.recursiveListings[folder] = listing
         return listing
     }
@@ -84,7 +87,7 @@ extension SyncEngine {
         var branch = folder
         tree.state.withLock { t in
             while t.tree.node(current)?.attached == true {
-                if let listing = s.recursiveListings[current] {
+                if let listing = s.recursiveListings[t.tree.ref(current)] {
                     covering = listing
                     break
                 }
@@ -103,7 +106,7 @@ extension SyncEngine {
             // across many small branches does not duplicate the whole listing. The branch's own
             // folder is listed directly.
             s.lastBranchListing = now
-            let started = startRecursiveListing(branch, in: &s)
+            let started = startRecursiveListing(ref(branch), in: &s)
             return branch == folder ? nil : started ?? covering
         }
         return covering
@@ -130,9 +133,9 @@ extension SyncEngine {
     ) async -> SubtreeOutcome {
         defer {
             state.withLock { s in
-                if s.recursiveListings[listing.top] === listing {
-                    s.recursiveListings[listing.top] = nil
-                    s.listingTasks[listing.top] = nil
+                if s.recursiveListings[listing.ref] === listing {
+                    s.recursiveListings[listing.ref] = nil
+                    s.listingTasks[listing.ref] = nil
                 }
                 s.changeReplay.end(listing.ticket)
             }
@@ -170,8 +173,8 @@ extension SyncEngine {
             var invalidated: [Invalidation] = []
             let now = options.monotonicNow()
             withBoth { s, t in
-                guard t.tree.node(listing.top)?.attached == true else { return }
-                t.tree.completeSubtree(listing.top, epoch: listing.epoch, at: now, invalidations: &invalidated)
+                guard let top = t.tree.folder(listing.ref) else { return }
+                t.tree.completeSubtree(top, epoch: listing.epoch, at: now, invalidations: &invalidated)
                 reportUnconfirmedFolders(madeBy: listing.epoch, in: &s, &t)
                 replayChanges(since: listing.ticket, in: &s, &t, invalidations: &invalidated)
                 if isWholeAccount {

@@ -21,13 +21,16 @@ import Synchronization
 
 final class SyncEngine: Sendable {
     struct State {
-        /// Folder index -> the listing filling it; concurrent callers share it (SharedWork.swift).
-        var listings: [UInt32: SharedWork<Void>] = [:]
+        /// Folder -> the listing filling it; concurrent callers share it (SharedWork.swift). Keyed
+        /// by FolderRef: the listing of a removed folder is never found for a new one at its index.
+        var listings: [FolderRef: SharedWork<Void>] = [:]
         /// Change batches to apply again after listings in flight (ChangeReplay.swift).
         var changeReplay = ChangeReplay()
         /// Running recursive listings by the folder they list.
-        var recursiveListings: [UInt32: RecursiveListing] = [:]
-        /// The epoch given to the next recursive listing (newer listings see newer snapshots).
+        var recursiveListings: [FolderRef: RecursiveListing] = [:]
+        /// The snapshot sequence given to the next listing when it starts, recursive or not (its
+        /// epoch, for a recursive listing): a listing that starts later sees a snapshot at least as
+        /// new (docs/SEMANTICS.md, "Listings in flight").
         var nextEpoch: UInt32 = 1
         /// The newest cursor covering the whole account, once known.
         var cursor: String?
@@ -39,7 +42,7 @@ final class SyncEngine: Sendable {
         /// The branches of a running parallel fill (ParallelFill.swift).
         var fillQueue: FillQueue?
         /// The tasks of running recursive listings by top folder, cancelled by `stop`.
-        var listingTasks: [UInt32: Task<Void, Never>] = [:]
+        var listingTasks: [FolderRef: Task<Void, Never>] = [:]
         /// The tree came from the store: it is complete, and the watcher catches up from `cursor`
         /// (or, without one, a refill runs while it is served).
         var restored = false
@@ -48,6 +51,12 @@ final class SyncEngine: Sendable {
 
         /// The epoch folders made for change batches carry: the newest listing's.
         var changeEpoch: UInt32 { nextEpoch &- 1 }
+
+        /// The snapshot sequence of a listing starting now.
+        mutating func takeSnapshotSequence() -> UInt32 {
+            defer { nextEpoch += 1 }
+            return nextEpoch
+        }
     }
 
     let state: Mutex<State>
@@ -86,6 +95,11 @@ final class SyncEngine: Sendable {
             initial.progress.phase = stored.cursor == nil ? .filling : .watching
         }
         self.state = Mutex(initial)
+    }
+
+    /// The reference of the folder at `index` as it stands now, to keep across a wait (FolderRef).
+    func ref(_ index: UInt32) -> FolderRef {
+        tree.state.withLock { t in t.tree.ref(index) }
     }
 
     /// Runs `body` with both locks held, in their order (see the file comment).

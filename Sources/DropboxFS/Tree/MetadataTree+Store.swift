@@ -20,6 +20,9 @@ struct StoredRecord {
     /// need not fold every name again to find the few.
     var oddKey = false
     var symlinkTarget: String?
+    /// A folder not completely listed (a branch the fill gave up on, a folder a newer listing left
+    /// to be listed by itself): a restored tree lists it again when it is reached.
+    var incomplete = false
 }
 
 /// Why a stored tree was refused.
@@ -45,7 +48,7 @@ extension MetadataTree {
             let odd = folders[parentSlot].odd?.keys[index] != nil
             return StoredRecord(
                 index: index, node: node, key: sameUTF8(key.folded, node.name) ? nil : key.folded, oddKey: odd,
-                symlinkTarget: symlinkTargets[index])
+                symlinkTarget: symlinkTargets[index], incomplete: node.kind == .folder && !isComplete(index))
         }
     }
 
@@ -53,9 +56,10 @@ extension MetadataTree {
 
     /// Adds a stored node at `index`; indices must come in increasing order, from 2 (1 is the root).
     /// Indices skipped become free for reuse, each a node (TreeStore.rebuild bounds the highest
-    /// index by the number of rows first). `key` is Dropbox's key when it is not the name.
+    /// index by the number of rows first). `key` is Dropbox's key when it is not the name. A folder
+    /// is complete as it was stored (`complete`), never assumed so.
     mutating func restore(
-        _ node: Node, at index: UInt32, key: String?, oddKey: Bool, symlinkTarget: String?,
+        _ node: Node, at index: UInt32, key: String?, oddKey: Bool, symlinkTarget: String?, complete: Bool = true,
         scan: inout RestoreScan
     ) throws(TreeRestoreError) {
         guard index > Self.rootIndex, Int(index) >= nodes.count, index < UInt32.max else {
@@ -82,7 +86,7 @@ extension MetadataTree {
             node.mtime = folderTime
             node.ctime = folderTime
         }
-        node.folderSlot = node.kind == .folder ? allocateFolder(FolderState(complete: true)) : 0
+        node.folderSlot = node.kind == .folder ? allocateFolder(FolderState(complete: complete)) : 0
         nodes.append(node)
         scan.childCounts.append(0)
         // A parent restored after its child (an index reused) is not counted: the count only sizes

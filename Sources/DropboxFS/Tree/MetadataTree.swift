@@ -361,11 +361,32 @@ struct MetadataTree {
         detach(index, from: nodes[Int(index)].parent, key: key, invalidations: &invalidations)
     }
 
-    /// Marks a folder completely listed (or not).
+    /// Marks a folder completely listed (or not). A change of the flag is stored with the folder's
+    /// record (a restored tree lists again what was not complete).
     mutating func setComplete(_ folder: UInt32, _ complete: Bool, at time: Double) {
         guard let slot = folderSlot(folder) else { return }
+        if folders[slot].complete != complete { changedIndices?.insert(folder) }
         folders[slot].complete = complete
         if complete { folders[slot].listedAt = time }
+    }
+
+    /// The children of `folder` that a listing or change batch newer than snapshot `sequence` saw.
+    func children(of folder: UInt32, seenAfter sequence: UInt32) -> [UInt32] {
+        guard let slot = folderSlot(folder) else { return [] }
+        var out: [UInt32] = []
+        folders[slot].children.forEachChild { child in
+            if nodes[Int(child)].seenEpoch > sequence { out.append(child) }
+        }
+        return out
+    }
+
+    /// The snapshot sequence of the newest listing applied to `folder` (FolderState.snapshot).
+    func snapshot(of folder: UInt32) -> UInt32 { folderState(folder)?.snapshot ?? 0 }
+
+    /// Records that the listing of snapshot `sequence` was applied to `folder`.
+    mutating func stampSnapshot(_ folder: UInt32, _ sequence: UInt32) {
+        guard let slot = folderSlot(folder) else { return }
+        folders[slot].snapshot = max(folders[slot].snapshot, sequence)
     }
 
     /// After a full listing of `folder`, removes the children that the listing did not contain.
@@ -378,21 +399,37 @@ struct MetadataTree {
         }
     }
 
-    /// Marks every attached folder in the subtree of `top` complete, and removes the entries of
-    /// that subtree that the listing of `epoch` did not see (a full recursive listing is the truth).
+    /// Completes the recursive listing of `top` with snapshot sequence `epoch` (docs/SEMANTICS.md,
+    /// "Listings in flight"): every folder of the subtree that the listing saw is marked complete
+    /// and stamped with `epoch`, and loses the children the listing did not see (a full recursive
+    /// listing is the truth). A folder a newer listing was applied to (its snapshot is above
+    /// `epoch`) is left as that listing made it; below it, only the folders this listing saw (their
+    /// `seenEpoch` is exactly `epoch`) are completed: one a newer listing brought may hold more than
+    /// this older snapshot, and one a newer recursive listing also saw is completed by that one.
+    /// A folder left incomplete is listed by itself when needed.
     mutating func completeSubtree(
         _ top: UInt32, epoch: UInt32, at time: Double, invalidations: inout [Invalidation]
     ) {
         var stack = [top]
         while let current = stack.popLast() {
             guard let slot = folderSlot(current) else { continue }
+            if folders[slot].snapshot > epoch {
+                folders[slot].children.forEachChild { child in
+                    if nodes[Int(child)].kind == .folder && nodes[Int(child)].seenEpoch == epoch { stack.append(child) }
+                }
+                continue
+            }
             for (child, hash) in folders[slot].children.entries where nodes[Int(child)].seenEpoch < epoch {
                 detach(child, from: current, hash: hash, invalidations: &invalidations)
             }
-            if !folders[slot].complete { folders[slot].complete = true }
+            if !folders[slot].complete {
+                folders[slot].complete = true
+                changedIndices?.insert(current)
+            }
             folders[slot].listedAt = time
+            folders[slot].snapshot = epoch
             folders[slot].children.forEachChild { child in
-                if nodes[Int(child)].kind == .folder { stack.append(child) }
+                if nodes[Int(child)].kind == .folder && nodes[Int(child)].seenEpoch == epoch { stack.append(child) }
             }
         }
     }
@@ -402,7 +439,10 @@ struct MetadataTree {
     mutating func markAllIncomplete() {
         for index in nodes.indices where nodes[index].attached && nodes[index].folderSlot != 0 {
             let slot = Int(nodes[index].folderSlot)
-            if folders[slot].complete { folders[slot].wasComplete = true }
+            if folders[slot].complete {
+                folders[slot].wasComplete = true
+                changedIndices?.insert(UInt32(index))
+            }
             folders[slot].complete = false
             folders[slot].stamp &+= 1
         }

@@ -36,6 +36,11 @@ struct FolderState {
     var kernelMayKnowNames: Bool { complete || wasComplete }
     /// When the folder's listing completed (monotonic seconds), for expiry without a watcher.
     var listedAt: Double = 0
+    /// The snapshot sequence of the newest listing applied to the folder: a folder listing's, or a
+    /// recursive listing's that completed it (SyncEngine.State.nextEpoch; docs/SEMANTICS.md,
+    /// "Listings in flight"). A listing that started before it never lands over it. 0: none since
+    /// the tree was made or restored (every listing of this mount is newer than a stored tree).
+    var snapshot: UInt32 = 0
     /// Bumped whenever the set of children (or a child's name) changes.
     var version: UInt32 = 0
     /// Bumped with every change of the children that is published as a kernel invalidation (and

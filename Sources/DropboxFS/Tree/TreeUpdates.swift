@@ -44,6 +44,7 @@ extension LiveTree.State {
             if !hiddenPaths.isEmpty, let lower = entry.pathLower { forgetHidden(lower) }
             // Only what exists can be removed: never make folders for a deletion.
             guard let path = EntryPath(entry), let parent = tree.folder(atKeyPath: path.parent) else { return }
+            if case .listing(let listingEpoch) = kind, tree.snapshot(of: parent) > listingEpoch { return }
             tree.remove(parent: parent, key: path.key, invalidations: &invalidations)
             return
         }
@@ -55,6 +56,17 @@ extension LiveTree.State {
         guard let path = EntryPath(entry) else { return }
         guard let parent = parentFolder(of: path, as: kind, epoch: epoch, memo: &memo, invalidations: &invalidations)
         else { return }
+        if case .listing = kind, tree.snapshot(of: parent) > epoch {
+            // A newer listing of the folder was applied: this older snapshot's entry does not
+            // land in it (docs/SEMANTICS.md, "Listings in flight"). A subfolder it still holds was
+            // seen, so this listing's completion may complete that subfolder.
+            if case .folder = entry, case .found(let existing) = tree.lookup(parent: parent, key: path.key),
+                tree.nodes[Int(existing)].kind == .folder
+            {
+                tree.markSeen(existing, epoch: epoch)
+            }
+            return
+        }
         let newFoldersComplete: Bool
         if case .changes = kind { newFoldersComplete = tree.isComplete(parent) } else { newFoldersComplete = false }
         tree.upsert(
@@ -87,7 +99,11 @@ extension LiveTree.State {
             }
             let madeBy: UInt32
             switch kind {
-            case .listing(let listingEpoch): madeBy = listingEpoch
+            case .listing(let listingEpoch):
+                // Nothing is made in a folder a newer listing was applied to: that listing did not
+                // see this folder (it was removed since this older snapshot).
+                guard tree.snapshot(of: current) <= listingEpoch else { return nil }
+                madeBy = listingEpoch
             case .changes:
                 guard tree.isComplete(current) else { return nil }
                 madeBy = 0
@@ -137,11 +153,17 @@ extension LiveTree.State {
     }
 
     /// Makes `folder`'s children exactly `entries` (its own listing, all pages, in any order and
-    /// with repeats: the later occurrence of a key wins) and marks it complete at `now`.
+    /// with repeats: the later occurrence of a key wins), marks it complete at `now` and stamps it
+    /// with the listing's snapshot sequence `snapshot`. Returns false, changing nothing, when a
+    /// newer listing was applied to the folder already (docs/SEMANTICS.md, "Listings in flight").
+    /// A child a newer snapshot saw meanwhile (a newer recursive listing's page, a change batch
+    /// applied since this listing started: its `seenEpoch` is above `snapshot`) is kept as it is.
+    @discardableResult
     mutating func replaceChildren(
-        of folder: UInt32, with entries: [Metadata], at now: Double, invalidations: inout [Invalidation]
-    ) {
-        guard tree.node(folder)?.attached == true else { return }
+        of folder: UInt32, with entries: [Metadata], snapshot: UInt32, at now: Double,
+        invalidations: inout [Invalidation]
+    ) -> Bool {
+        guard tree.node(folder)?.attached == true, tree.snapshot(of: folder) <= snapshot else { return false }
         // A `deleted` entry takes its key out. Keys are distinct, so the survivors can be applied
         // in any order.
         var latest: [FoldKey: (entry: Metadata, name: NodeName)] = [:]
@@ -158,13 +180,17 @@ extension LiveTree.State {
         }
         var seen = Set<UInt32>()
         seen.reserveCapacity(latest.count)
+        seen.formUnion(tree.children(of: folder, seenAfter: snapshot))
         for (key, child) in latest {
+            if case .found(let existing) = tree.lookup(parent: folder, key: key), seen.contains(existing) { continue }
             if let index = tree.upsert(parent: folder, key: key, name: child.name, metadata: child.entry, invalidations: &invalidations) {
                 seen.insert(index)
             }
         }
         tree.removeChildren(of: folder, notIn: seen, invalidations: &invalidations)
         tree.setComplete(folder, true, at: now)
+        tree.stampSnapshot(folder, snapshot)
+        return true
     }
 
     /// Parses an entry's name, logging each name the kernel cannot carry once (after the tree's

@@ -212,11 +212,11 @@ extension CoreTests {
             var t = LiveTree.State(tree: MetadataTree(folderTime: 0))
             var invalidations: [Invalidation] = []
             let root = MetadataTree.rootIndex
-            t.replaceChildren(of: root, with: [Self.file("old.txt")], at: 1, invalidations: &invalidations)
+            t.replaceChildren(of: root, with: [Self.file("old.txt")], snapshot: 1, at: 1, invalidations: &invalidations)
             t.tree.markAllIncomplete()
             invalidations = []
             t.replaceChildren(
-                of: root, with: [Self.file("old.txt"), Self.file("new.txt")], at: 2, invalidations: &invalidations)
+                of: root, with: [Self.file("old.txt"), Self.file("new.txt")], snapshot: 2, at: 2, invalidations: &invalidations)
             #expect(invalidations.contains(.entry(parent: UInt64(root), name: "new.txt")))
             #expect(
                 !invalidations.contains(.entry(parent: UInt64(root), name: "old.txt")),

@@ -350,7 +350,9 @@ extension CoreTests {
 
     /// Holds chosen list_folder / continue calls until the test releases them, so a test can force
     /// one interleaving of concurrent listings. A call is named by its listing (the list_folder
-    /// path and recursive flag) and its page number (0 = list_folder, 1 = first continue ...).
+    /// path and recursive flag) and its page number (0 = list_folder, 1 = first continue ...). A
+    /// call is held before it reaches the fake (`hold`: its snapshot is taken when released) or
+    /// after (`holdReply`: the snapshot is taken at once and delivered when released).
     final class GatedClient: ForwardingClient, Sendable {
         struct Listing: Hashable, Sendable {
             var path: String
@@ -364,10 +366,10 @@ extension CoreTests {
 
         private struct State {
             var cursorOwners: [String: Call] = [:]
-            var held: Set<Call> = []
-            var released: Set<Call> = []
-            var arrived: Set<Call> = []
-            var waiting: [Call: CheckedContinuation<Void, Never>] = [:]
+            var held: Set<Gate> = []
+            var released: Set<Gate> = []
+            var arrived: Set<Gate> = []
+            var waiting: [Gate: CheckedContinuation<Void, Never>] = [:]
             /// The priorities of the tasks that asked each listing's pages (raw values).
             var priorities: [Listing: Set<UInt8>] = [:]
         }
@@ -379,30 +381,48 @@ extension CoreTests {
 
         init(_ base: InMemoryDropbox) { self.base = base }
 
-        func hold(_ call: Call) { state.withLock { _ = $0.held.insert(call) } }
-
-        func release(_ call: Call) {
-            let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
-                s.released.insert(call)
-                return s.waiting.removeValue(forKey: call)
-            }
-            waiter?.resume()
+        /// A call before it reaches the fake, or its reply.
+        struct Gate: Hashable, Sendable {
+            var call: Call
+            var reply: Bool
         }
 
-        func hasArrived(_ call: Call) -> Bool { state.withLock { $0.arrived.contains(call) } }
+        func hold(_ call: Call) { state.withLock { _ = $0.held.insert(Gate(call: call, reply: false)) } }
+        func holdReply(_ call: Call) { state.withLock { _ = $0.held.insert(Gate(call: call, reply: true)) } }
+
+        func release(_ call: Call) {
+            let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                [false, true].compactMap { reply in
+                    let gate = Gate(call: call, reply: reply)
+                    guard s.held.contains(gate) else { return nil }
+                    s.released.insert(gate)
+                    return s.waiting.removeValue(forKey: gate)
+                }
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+
+        /// Whether `call` was asked (for a held reply: whether the fake answered it).
+        func hasArrived(_ call: Call) -> Bool {
+            state.withLock { s in
+                s.held.contains(Gate(call: call, reply: true))
+                    ? s.arrived.contains(Gate(call: call, reply: true)) : s.arrived.contains(Gate(call: call, reply: false))
+            }
+        }
 
         /// The priorities of the tasks that asked for `listing`'s pages, lowest first.
         func priorities(_ listing: Listing) -> [TaskPriority] {
             state.withLock { $0.priorities[listing] ?? [] }.sorted().map { TaskPriority(rawValue: $0) }
         }
 
-        private func pass(_ call: Call) async {
+        private func pass(_ call: Call, reply: Bool = false) async {
+            let gate = Gate(call: call, reply: reply)
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let goNow = state.withLock { s -> Bool in
-                    s.arrived.insert(call)
-                    s.priorities[call.listing, default: []].insert(Task.currentPriority.rawValue)
-                    guard s.held.contains(call), !s.released.contains(call) else { return true }
-                    s.waiting[call] = continuation
+                    s.arrived.insert(gate)
+                    if !reply { s.priorities[call.listing, default: []].insert(Task.currentPriority.rawValue) }
+                    guard s.held.contains(gate), !s.released.contains(gate) else { return true }
+                    s.waiting[gate] = continuation
                     return false
                 }
                 if goNow { continuation.resume() }
@@ -416,6 +436,7 @@ extension CoreTests {
             await pass(call)
             let result = try await base.listFolder(arg)
             remember(result.cursor, call)
+            await pass(call, reply: true)
             return result
         }
 
@@ -424,8 +445,21 @@ extension CoreTests {
             let call = previous.map { Call(listing: $0.listing, page: $0.page + 1) }
             if let call { await pass(call) }
             let result = try await base.listFolderContinue(cursor: cursor)
-            if let call { remember(result.cursor, call) }
+            if let call {
+                remember(result.cursor, call)
+                await pass(call, reply: true)
+            }
             return result
+        }
+
+        /// The get_latest_cursor call for `path` (recursive), gated as a listing's page is.
+        static func latestCursor(_ path: String = "") -> Call {
+            Call(listing: Listing(path: "get_latest_cursor:" + path, recursive: true), page: 0)
+        }
+
+        func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
+            await pass(Self.latestCursor(arg.path))
+            return try await base.listFolderGetLatestCursor(arg)
         }
 
     }

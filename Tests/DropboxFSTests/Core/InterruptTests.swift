@@ -36,7 +36,7 @@ extension CoreTests {
 
         /// The listing of a folder in flight, for its waiter count.
         static func listing(_ fs: Filesystem, _ folder: UInt64) -> SharedWork<Void>? {
-            fs.sync.state.withLock { $0.listings[UInt32(folder)] }
+            fs.sync.state.withLock { $0.listings.first { $0.key.index == UInt32(folder) }?.value }
         }
 
         @Test func anInterruptedLookupStopsAtOnceAndItsListingIsCancelled() async throws {

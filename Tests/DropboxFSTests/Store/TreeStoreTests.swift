@@ -480,5 +480,64 @@ extension CoreTests {
             #expect(statusField(fs, "fill_failures") == 1)
             #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
         }
+
+        /// Refuses the listings of one folder (by its id) with a lookup error that is not
+        /// not_found, as Dropbox does for restricted or locked content.
+        final class RefusingClient: ForwardingClient, Sendable {
+            let forwardee: any DropboxClient
+            let refused: String
+            let failure: LookupFailure
+
+            init(_ base: InMemoryDropbox, refusing path: String, with failure: LookupFailure) {
+                self.forwardee = base
+                self.refused = path
+                self.failure = failure
+            }
+
+            func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
+                if arg.path == refused { throw .lookup(failure) }
+                return try await forwardee.listFolder(arg)
+            }
+        }
+
+        /// Completeness is stored per folder: a branch the fill gave up on (a lookup error other
+        /// than not_found) stays unlisted in the store, and a remount lists it when it is reached
+        /// instead of answering its names "no such entry".
+        @Test(arguments: [LookupFailure.restrictedContent, .locked, .malformedPath])
+        func aBranchTheFillGaveUpOnIsListedWhenReachedAfterARemount(failure: LookupFailure) async throws {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            for i in 0..<4 { fake.addFile("/ok\(i)/f.txt", size: 1) }
+            fake.addFile("/shut/inside.txt", size: 2)
+            fake.addFile("/shut/sub/deep.txt", size: 3)
+            let shut = try #require(id(of: fake.entry("/shut")))
+            do {
+                let store = try Self.open(folder)
+                _ = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+                var options = CoreTests.options(
+                    pageLimit: 7, prefetch: true, watchChanges: true, longpollTimeout: 30,
+                    fill: FillOptions(parallelism: 3))
+                options.store = store
+                let fs = Filesystem(client: RefusingClient(fake, refusing: shut, with: failure), options: options)
+                fs.startSync()
+                #expect(await fs.waitUntilCaughtUp(seconds: 60))
+                try await waitUntil("the watcher longpolls") { fake.callCount(.listFolderLongpoll) >= 1 }
+                fs.stop()
+                store.close()
+            }
+            let store = try Self.open(folder)
+            defer { store.close() }
+            let stored = try #require(store.loadTree(folderTime: CoreTests.folderTime, now: 0))
+            let fs = Self.mount(fake, store: store, stored: stored)
+            defer { fs.stop() }
+            let ok = try await inode(fs, "/ok0")
+            let requests = fake.callCount(.listFolder)
+            #expect(try await names(fs, ok) == ["f.txt"], "a listed branch is served from the store")
+            #expect(fake.callCount(.listFolder) == requests, "with no request")
+            #expect(differences(core: try await walk(fs), expected: try await reference(fake)) == [])
+            #expect(fake.listFolderPaths.contains(shut), "the unlisted branch was listed when reached")
+        }
     }
 }

@@ -262,6 +262,10 @@ class FakeDropbox:
     def faults(self):
         return self._call("GET", "/_control/faults")["rules"]
 
+    def release_holds(self, route=None):
+        """Lets the requests held by `hold` rules (on `route`, or all) go on; returns those rules."""
+        return self._call("POST", "/_control/faults/release", {} if route is None else {"route": route})["released"]
+
     def clear_faults(self):
         """Removes every fault; returns the removed rules with their final `fired` counts."""
         return self._call("DELETE", "/_control/faults")["rules"]

@@ -218,6 +218,12 @@ def handle(st, method, path, query_string, raw):
             return content(st, q)
         if method == "GET" and name == "tree":
             return json_reply({"entries": tree_entries(st, q.get("hashes", "1") != "0")})
+        if method == "POST" and name == "faults/release":
+            obj = _body(raw) if raw else {}
+            route = obj.get("route")
+            if route is not None and not isinstance(route, str):
+                raise ControlError(400, "route must be a string")
+            return json_reply({"released": st.faults.release(route)})
         if name == "faults":
             if method == "POST":
                 try:

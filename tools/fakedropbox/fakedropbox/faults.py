@@ -16,9 +16,12 @@ KINDS = ("429json", "429text", "500", "503", "reset", "stall", "truncate",
          "malformed_json", "expired_token",
          # hostile servers (absurd or damaged replies; see README "Fault rules")
          "502html", "504html", "flip", "stall_body", "drip", "whole_200", "huge_size",
-         "stuck_cursor", "409json")
+         "stuck_cursor", "409json",
+         # held until POST /_control/faults/release (at most hold_seconds): a slow request a test
+         # ends when it chooses, so no test depends on how long a stall lasts
+         "hold")
 PARAMS = {"retry_after", "stall_seconds", "truncate_at", "close", "flip_at", "drip_bytes",
-          "drip_seconds", "error_summary"}
+          "drip_seconds", "error_summary", "hold_seconds"}
 
 
 class FaultError(ValueError):
@@ -52,13 +55,16 @@ class Rule:
             raise FaultError("probability must be in (0, 1]")
         self.random = random.Random(spec.get("seed", 1))
         self.params = {k: spec[k] for k in PARAMS if k in spec}
-        for k in ("retry_after", "stall_seconds", "truncate_at", "flip_at", "drip_bytes", "drip_seconds"):
+        for k in ("retry_after", "stall_seconds", "truncate_at", "flip_at", "drip_bytes", "drip_seconds",
+                  "hold_seconds"):
             if k in self.params and not isinstance(self.params[k], (int, float)):
                 raise FaultError("%s must be a number" % k)
         if "error_summary" in self.params and not isinstance(self.params["error_summary"], str):
             raise FaultError("error_summary must be a string")
         self.seen = 0
         self.fired = 0
+        # Set by release (or when the rule is removed): held requests go on.
+        self.released = threading.Event()
 
     def to_json(self):
         d = {"route": self.route, "kind": self.kind, "count": self.count,
@@ -89,6 +95,17 @@ class FaultSet:
         the requests they fired and knows that every later request meets no fault."""
         with self.lock:
             rules, self.rules = self.rules, []
+            for r in rules:
+                r.released.set()
+            return [r.to_json() for r in rules]
+
+    def release(self, route=None):
+        """Lets the requests held by the `hold` rules on ``route`` (None: every route) go on, and
+        the later ones they match pass at once; returns those rules' JSON."""
+        with self.lock:
+            rules = [r for r in self.rules if r.kind == "hold" and (route is None or r.route == route.strip("/"))]
+            for r in rules:
+                r.released.set()
             return [r.to_json() for r in rules]
 
     def list(self):

@@ -286,6 +286,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             on_abort()
             self.rst()
             raise Abort()
+        if kind == "hold":
+            rule.released.wait(float(rule.params.get("hold_seconds", 60)))
         if kind == "stall":
             time.sleep(float(rule.params.get("stall_seconds", 5)))
             if rule.params.get("close"):

@@ -101,6 +101,27 @@ def test_stall(fd):
     assert r.status == 200 and time.monotonic() - t0 >= 0.45
 
 
+def test_hold_until_released(fd):
+    """A held request answers only once released, whenever that is; the release names its route."""
+    import threading
+    fd.add_fault("files/list_folder", "hold", hold_seconds=30)
+    fd.add_fault("files/get_metadata", "hold", hold_seconds=30)
+    got = {}
+    t = threading.Thread(target=lambda: got.setdefault("r", fd.rpc("files/list_folder", {"path": ""})))
+    t.start()
+    deadline = time.monotonic() + 10
+    while not any(r["fired"] for r in fd.faults() if r["route"] == "files/list_folder"):
+        assert time.monotonic() < deadline, "the request never reached the fake"
+        time.sleep(0.01)
+    t.join(0.3)
+    assert t.is_alive(), "a held request must not be answered before its release"
+    assert [r["route"] for r in fd.release_holds("files/list_folder")] == ["files/list_folder"]
+    t.join(10)
+    assert not t.is_alive() and got["r"].status == 200
+    assert any(r["route"] == "files/get_metadata" and r["fired"] == 0 for r in fd.faults()), "still armed"
+    assert fd.rpc("files/list_folder", {"path": ""}).status == 200
+
+
 def test_stall_close(fd):
     fd.add_fault("*", "stall", stall_seconds=0.2, close=True)
     with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):

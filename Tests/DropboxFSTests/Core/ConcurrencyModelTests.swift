@@ -1,0 +1,367 @@
+// The concurrency model test (docs/SEMANTICS.md, "Listings in flight"; docs/TESTING.md): the
+// reference model of ReferenceModelTests, but with the interleavings chosen by the seed. Every
+// list_folder, continue and get_latest_cursor reply is taken from the in-memory Dropbox at once (its
+// snapshot) or when released, and held by a gate until the schedule releases it, in random order
+// (some calls are slow: released last), or fails it. Meanwhile the schedule starts users' listings
+// and lookups, changes the account (the watcher's change batches are held the same way), resets the
+// cursors, and remounts from the tree store. The fill runs in parallel branches that split. After
+// every schedule everything is let through, and the mounted tree, and then the stored one, must
+// equal the account. No sleeps: the schedule waits for conditions (docs/TESTING.md has the figures).
+//
+// CI runs a quick slice (one schedule per adversarial mode set, a few more of all modes at once);
+// DROPBOXFS_CONCURRENCY_SEEDS=N runs N schedules per mode set with bigger trees and longer schedules.
+// Which reply is pending at a step depends on the threads, so a seed fixes the schedule's choices
+// but not every interleaving; a failure prints the seed and the schedule's log.
+
+import DropboxAPI
+import DropboxTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import DropboxFS
+
+extension CoreTests {
+    @Suite struct ConcurrencyModelTests {
+        struct Scenario: Sendable, CustomTestStringConvertible {
+            var seed: UInt64
+            var modes: AdversarialModes
+            var entries: Int
+            var steps: Int
+            var parallelism: Int
+            var pageLimit: UInt32
+
+            var testDescription: String {
+                "seed \(seed) modes [\(modes)] \(entries) entries \(steps) steps parallelism \(parallelism) pages of \(pageLimit)"
+            }
+        }
+
+        static let longSeeds = Int(ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_SEEDS"] ?? "") ?? 0
+
+        static let scenarios: [Scenario] = {
+            var out: [Scenario] = []
+            var n = 0
+            for modes in ReferenceModelTests.modeSets {
+                let seeds = longSeeds > 0 ? longSeeds : (modes == .all ? 3 : 1)
+                for _ in 0..<seeds {
+                    n += 1
+                    out.append(
+                        Scenario(
+                            seed: UInt64(5000 + n), modes: modes,
+                            entries: longSeeds > 0 ? 300 + (n * 7919) % 2700 : 60,
+                            steps: longSeeds > 0 ? 600 : 120, parallelism: n % 3 == 0 ? 1 : 4,
+                            pageLimit: [3, 5, 9][n % 3]))
+                }
+            }
+            return out
+        }()
+
+        /// Holds every listing and cursor reply (taken from the fake when the call arrives) until
+        /// the schedule releases or fails it; a held call whose task is cancelled ends at once.
+        final class ScheduleGate: ForwardingClient, Sendable {
+            private struct State {
+                var pending: [UInt64: CheckedContinuation<DropboxError?, Never>] = [:]
+                /// Whether each pending call is a listing's (which may be failed), not a change batch's.
+                var failable: [UInt64: Bool] = [:]
+                var next: UInt64 = 0
+                /// Calls entered and not yet returned (held ones included).
+                var inFlight = 0
+                var open = false
+                /// Cursors of listings with more pages: their continue is a listing's page.
+                var listingCursors: Set<String> = []
+                /// Decides, per call, whether its snapshot is taken when it arrives or when released,
+                /// and whether it is slow.
+                var random: SplitMix
+                /// Held calls of a slow server: released only when no other call is held, or now and
+                /// then. They make the windows a race needs (a slow cursor, a slow page).
+                var slow: Set<UInt64> = []
+            }
+
+            let base: InMemoryDropbox
+            var forwardee: any DropboxClient { base }
+            private let state: Mutex<State>
+
+            init(_ base: InMemoryDropbox, seed: UInt64) {
+                self.base = base
+                self.state = Mutex(State(random: SplitMix(seed: seed)))
+            }
+
+            /// Whether the next call's reply is taken from the fake before it is held (a server that
+            /// answers at once, slow to deliver) rather than when it is released (a slow server).
+            private func snapshotEarly() -> Bool { state.withLock { $0.random.next() % 2 == 0 } }
+
+            var pendingCount: Int { state.withLock { $0.pending.count } }
+            /// Whether a call is on its way to the gate (entered, not held yet).
+            var arriving: Bool { state.withLock { $0.inFlight > $0.pending.count } }
+
+            /// Lets every held call go, and every later one pass.
+            func openAll() {
+                let waiters = state.withLock { s -> [CheckedContinuation<DropboxError?, Never>] in
+                    s.open = true
+                    defer {
+                        s.pending = [:]
+                        s.slow = []
+                    }
+                    return Array(s.pending.values)
+                }
+                for waiter in waiters { waiter.resume(returning: nil) }
+            }
+
+            /// Holds calls again (after a remount).
+            func close() { state.withLock { $0.open = false } }
+
+            /// Releases one held call picked by `random`, failing it (a listing's only) when `fail`.
+            /// Returns what it did.
+            func releaseOne(using random: inout SplitMix, fail: Bool) -> String? {
+                let (all, slow) = state.withLock { s in (s.pending.keys.sorted(), s.slow) }
+                let quick = all.filter { !slow.contains($0) }
+                let ids = quick.isEmpty || Int.random(in: 0..<8, using: &random) == 0 ? all : quick
+                guard !ids.isEmpty else { return nil }
+                let id = ids[Int.random(in: 0..<ids.count, using: &random)]
+                let (waiter, failable) = state.withLock { s in
+                    s.slow.remove(id)
+                    return (s.pending.removeValue(forKey: id), s.failable.removeValue(forKey: id) ?? false)
+                }
+                guard let waiter else { return nil }
+                let failure: DropboxError? = fail && failable ? .serverError(status: 500) : nil
+                waiter.resume(returning: failure)
+                return failure == nil ? "release" : "fail"
+            }
+
+            /// `slowOdds`: one call in that many is slow.
+            private func gate(failable: Bool, slowOdds: UInt64 = 5) async throws(DropboxError) {
+                let id = state.withLock { s in
+                    s.next += 1
+                    return s.next
+                }
+                let cancelled = DropboxError.transport(TransportError(kind: .cancelled, message: "cancelled"))
+                let failure = await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<DropboxError?, Never>) in
+                        let now = state.withLock { s -> DropboxError?? in
+                            if s.open { return .some(nil) }
+                            if Task.isCancelled { return .some(cancelled) }
+                            s.pending[id] = continuation
+                            s.failable[id] = failable
+                            if s.random.next() % slowOdds == 0 { s.slow.insert(id) }
+                            return nil
+                        }
+                        if let now { continuation.resume(returning: now) }
+                    }
+                } onCancel: {
+                    let waiter = state.withLock { s in
+                        s.failable[id] = nil
+                        s.slow.remove(id)
+                        return s.pending.removeValue(forKey: id)
+                    }
+                    waiter?.resume(returning: cancelled)
+                }
+                if let failure { throw failure }
+            }
+
+            private func enter() { state.withLock { $0.inFlight += 1 } }
+            private func leave() { state.withLock { $0.inFlight -= 1 } }
+
+            private func note(_ page: ListFolderResult) {
+                if page.hasMore { state.withLock { _ = $0.listingCursors.insert(page.cursor) } }
+            }
+
+            func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
+                enter()
+                defer { leave() }
+                // A folder's own listing is slow more often: the older listing that lands late.
+                let early = snapshotEarly()
+                let odds: UInt64 = arg.recursive ? 5 : 2
+                if !early { try await gate(failable: true, slowOdds: odds) }
+                let page = try await base.listFolder(arg)
+                note(page)
+                if early { try await gate(failable: true, slowOdds: odds) }
+                return page
+            }
+
+            func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
+                enter()
+                defer { leave() }
+                let isListing = state.withLock { $0.listingCursors.remove(cursor) != nil }
+                // A failed change batch makes the watcher pause a real second: only listings fail.
+                let early = snapshotEarly()
+                if !early { try await gate(failable: isListing) }
+                let page = try await base.listFolderContinue(cursor: cursor)
+                if isListing { note(page) }
+                if early { try await gate(failable: isListing) }
+                return page
+            }
+
+            func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
+                enter()
+                defer { leave() }
+                let early = snapshotEarly()
+                if !early { try await gate(failable: true, slowOdds: 2) }
+                let cursor = try await base.listFolderGetLatestCursor(arg)
+                if early { try await gate(failable: true, slowOdds: 2) }
+                return cursor
+            }
+        }
+
+        /// One mount of the schedule: its Filesystem and store.
+        struct Mounted {
+            var fs: Filesystem
+            var store: TreeStore
+        }
+
+        static func mount(
+            _ client: any DropboxClient, folder: String, scenario: Scenario, startSync: Bool = true
+        ) throws -> Mounted {
+            let store = try TreeStoreTests.open(folder)
+            let stored = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+            var options = CoreTests.options(
+                pageLimit: scenario.pageLimit, prefetch: true, watchChanges: true, prefetchWait: 0.01, longpollTimeout: 30,
+                fill: FillOptions(parallelism: scenario.parallelism, maxListings: 32, splitAfterPages: 2))
+            options.store = store
+            options.fillRetryScale = 0.001
+            let fs = Filesystem(client: client, options: options, restoring: stored)
+            if startSync { fs.startSync() }
+            return Mounted(fs: fs, store: store)
+        }
+
+        /// Counts the users' tasks that ended.
+        final class Ended: Sendable {
+            let count = Atomic<Int>(0)
+            func add() { count.add(1, ordering: .relaxed) }
+            var value: Int { count.load(ordering: .relaxed) }
+        }
+
+        /// Whether nothing is expected to reach the gate soon: no user task running, no call on its
+        /// way, and the engine idle (no listing, no fill).
+        static func quiet(_ fs: Filesystem, _ gate: ScheduleGate, usersRunning: Bool) -> Bool {
+            guard !usersRunning, !gate.arriving else { return false }
+            return fs.sync.state.withLock { s in
+                s.listings.isEmpty && s.recursiveListings.isEmpty && s.fillQueue == nil && s.progress.phase != .filling
+            }
+        }
+
+        /// A random attached folder of the mounted tree; mostly one not completely listed yet (a
+        /// complete one is answered without a listing, so it races with nothing).
+        static func randomFolder(_ fs: Filesystem, using random: inout SplitMix) -> UInt32 {
+            let (all, unlisted) = fs.tree.state.withLock { t in
+                let all = t.tree.nodes.indices.filter { t.tree.nodes[$0].attached && t.tree.nodes[$0].kind == .folder }
+                return (all, all.filter { !t.tree.isComplete(UInt32($0)) })
+            }
+            let folders = unlisted.isEmpty || Int.random(in: 0..<5, using: &random) == 0 ? all : unlisted
+            return UInt32(folders[Int.random(in: 0..<folders.count, using: &random)])
+        }
+
+        @Test(.serialized, arguments: scenarios)
+        func theTreeAndTheStoreEqualTheAccountAfterAnyInterleaving(scenario: Scenario) async throws {
+            let folder = TreeStoreTests.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let fake = InMemoryDropbox(adversarial: scenario.modes, adversarialSeed: scenario.seed)
+            fake.longpollSecond = .milliseconds(5)
+            var mutator = ReferenceModelTests.Mutator(builder: TreeBuilder(fake, seed: scenario.seed, nasty: true))
+            mutator.builder.add(entries: scenario.entries)
+            let gate = ScheduleGate(fake, seed: scenario.seed)
+            var random = SplitMix(seed: scenario.seed &* 7 &+ 1)
+            var mounted = try Self.mount(gate, folder: folder, scenario: scenario)
+            var users: [Task<Void, Never>] = []
+            let ended = Ended()
+            var log: [String] = []
+            /// The display path of the folder a user listed last: half the changes land in it, so
+            /// a change often falls between that listing's snapshot and a newer one of the folder.
+            var lastListed: String?
+
+            for step in 0..<scenario.steps {
+                let roll = Int.random(in: 0..<100, using: &random)
+                switch roll {
+                case 0..<62:
+                    let fs = mounted.fs
+                    let started = users.count
+                    try await waitUntil("a reply to release at step \(step)", timeout: .seconds(30)) {
+                        gate.pendingCount > 0 || Self.quiet(fs, gate, usersRunning: ended.value < started)
+                    }
+                    if let what = gate.releaseOne(using: &random, fail: Int.random(in: 0..<10, using: &random) == 0) {
+                        log.append(what)
+                    }
+                case 62..<74:
+                    let fs = mounted.fs
+                    let target = Self.randomFolder(fs, using: &random)
+                    lastListed = fs.tree.state.withLock { t in t.tree.path(of: target) }
+                    users.append(
+                        Task {
+                            _ = try? await names(fs, UInt64(target))
+                            ended.add()
+                        })
+                    log.append("ls \(target)")
+                case 74..<79:
+                    let fs = mounted.fs
+                    let live = try await mutator.entries()
+                    guard let path = live.randomElement(using: &random)?.path else { break }
+                    users.append(
+                        Task {
+                            _ = try? await resolve(fs, path)
+                            ended.add()
+                        })
+                    log.append("lookup \(path.debugDescription)")
+                case 79..<95:
+                    let isFolder: (String) -> Bool = { path in
+                        if path.isEmpty { return true }
+                        if case .folder = fake.entry(path) { return true }
+                        return false
+                    }
+                    if let folder = lastListed, isFolder(folder), Bool.random(using: &random) {
+                        let children = try await mutator.entries().filter { entry in
+                            entry.path.hasPrefix(folder + "/") && !entry.path.dropFirst(folder.count + 1).contains("/")
+                        }
+                        if let child = children.randomElement(using: &random), Bool.random(using: &random) {
+                            fake.delete(child.path)
+                            log.append("delete \(child.path.debugDescription)")
+                        } else {
+                            let path = mutator.builder.freshPath(in: folder)
+                            fake.addFile(path, size: 9)
+                            log.append("add \(path.debugDescription)")
+                        }
+                    } else {
+                        try await mutator.mutate(log: &log)
+                    }
+                case 95..<97:
+                    fake.resetCursors()
+                    log.append("reset")
+                default:
+                    // Remount from the store: everything in flight is cancelled first.
+                    mounted.fs.stop()
+                    for task in users { task.cancel() }
+                    for task in users { await task.value }
+                    mounted.store.close()
+                    mounted = try Self.mount(gate, folder: folder, scenario: scenario)
+                    log.append("remount")
+                }
+            }
+
+            if ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_DEBUG"] != nil {
+                let kinds = Dictionary(grouping: log.map { String($0.split(separator: " ").first ?? "") }, by: { $0 }).mapValues(\.count)
+                print("SCHEDULE \(scenario.seed): \(kinds.sorted { $0.key < $1.key }) \(mounted.fs.syncStatus())")
+            }
+            // Everything is let through; the mount must then follow the account.
+            gate.openAll()
+            for task in users { await task.value }
+            users = []
+            let fs = mounted.fs
+            try await waitUntil("the fill ended: \(fs.syncStatus())") { fs.syncStatus().contains("phase=watching") }
+            try await ChangeWatcherTests.catchUp(fs, fake, round: 1)
+            let expected = try await reference(fake)
+            let problems = differences(core: try await walk(fs), expected: expected)
+            #expect(problems == [], "\(scenario.testDescription): the mounted tree; schedule:\n\(log.joined(separator: "\n"))")
+            fs.stop()
+            mounted.store.close()
+            if !problems.isEmpty { return }
+
+            // The stored tree, served by a new mount before any request of its own.
+            let restored = try Self.mount(fake, folder: folder, scenario: scenario, startSync: false)
+            defer {
+                restored.fs.stop()
+                restored.store.close()
+            }
+            #expect(
+                differences(core: try await walk(restored.fs), expected: expected) == [],
+                "\(scenario.testDescription): the stored tree; schedule:\n\(log.joined(separator: "\n"))")
+        }
+    }
+}
