@@ -229,3 +229,61 @@ def test_a_resume_restarts_the_longpoll_and_catches_up(day, mount_factory, tmp_p
     wait_until(lambda: os.path.exists(f"{m.path}/while-asleep.txt"), timeout=FAST, interval=0.2,
                message="the change made while asleep")
     wait_until(lambda: "resumed after about" in m.log_text(), timeout=10, interval=0.2, message="the resume log line")
+
+
+def test_a_whole_day_offline_asleep_signed_out_and_back(day, mount_factory, tmp_path):
+    """The day in one mount: filled and a file read; the network goes silent (offline within the
+    bound, uncached reads fail fast, the cached one reads its bytes); the laptop sleeps (a clock
+    jump); meanwhile files change, one is deleted, one is added, and the token is revoked; the
+    network comes back: a sign-in problem, not offline, and no byte of a changed file that is not
+    its own; a fresh token: every change shows within seconds, with the new bytes."""
+    fake, proxies = day
+    fake.add_token("day-token-5")
+    token_file = tmp_path / "token"
+    token_file.write_text("day-token-5\n")
+    jump = tmp_path / "clock-jump"
+    m = mount_factory(fake, "--timeouts", TIMEOUTS, "--access-token-file", str(token_file),
+                      env_extra={**proxied_env(fake, proxies), "DROPBOXFS_TEST_CLOCK_JUMP_FILE": str(jump)},
+                      allowed_log=ALLOWED)
+    wait_until(lambda: sync_status(m.path).get("phase") == "watching", timeout=30, message="the listing")
+    assert read(f"{m.path}/cached.txt")[0] == b"cached bytes\n"
+
+    # Morning: the network goes silent.
+    proxies.set_mode("all", "blackhole")
+    os.statvfs(m.path)
+    poll_assert(lambda: field(m, "offline_since"), timeout=FAST, what="offline_since")
+    data, err, took = read(f"{m.path}/f1.txt")
+    assert err == errno.ENETUNREACH and took < FAST, (data, err, took)
+    assert read(f"{m.path}/cached.txt")[0] == b"cached bytes\n"
+
+    # Asleep; meanwhile, on Dropbox: f1 rewritten, f2 deleted, a new file, the token revoked.
+    jump.write_text("3600\n")
+    fake.add_file("/f1.txt", b"file 1, rewritten while the laptop slept\n")
+    fake.delete("/f2.txt")
+    fake.add_file("/new today.txt", b"new\n")
+    fake.rpc("auth/token/revoke", None, token="day-token-5")
+
+    # Back: the answers say the sign-in is refused; nothing is called offline any more.
+    proxies.set_mode("all", "pass")
+    poll_assert(lambda: field(m, "sign_in"), timeout=30, interval=0.3, what="sign_in=refused")
+    status = sync_status(m.path)
+    assert "offline_since" not in status and status["sign_in"] == "refused", status
+    data, err, _ = read(f"{m.path}/f1.txt")
+    assert err == errno.EACCES, (data, err)
+    assert read(f"{m.path}/cached.txt")[0] == b"cached bytes\n"
+
+    # A fresh token: every change shows, with its own bytes.
+    fake.add_token("day-token-6")
+    fresh = tmp_path / "token.new"
+    fresh.write_text("day-token-6\n")
+    os.rename(fresh, token_file)
+    wait_until(lambda: read(f"{m.path}/f1.txt")[0] == b"file 1, rewritten while the laptop slept\n",
+               timeout=20, interval=0.3, message="the rewritten file's new bytes")
+    wait_until(lambda: not os.path.exists(f"{m.path}/f2.txt") and os.path.exists(f"{m.path}/new today.txt"),
+               timeout=20, interval=0.3, message="the deletion and the new file")
+    assert read(f"{m.path}/new today.txt")[0] == b"new\n"
+    assert sorted(os.listdir(m.path)) == sorted(["cached.txt", "f0.txt", "f1.txt", "f3.txt", "f4.txt", "f5.txt", "new today.txt"])
+    wait_until(lambda: not ({"sign_in", "offline_since", "behind_since"} & set(sync_status(m.path))),
+               timeout=15, interval=0.3, message="the status clean again")
+    log = m.log_text()
+    assert "resumed after about" in log and "day-token-5" not in log and "day-token-6" not in log
