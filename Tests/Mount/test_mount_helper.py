@@ -154,3 +154,74 @@ def test_helper_mode_without_mount_fuse3(binary, fake, tmp_path, background_moun
     assert sorted(os.listdir(mnt)) == ["folder", "hello.txt"]
     assert source_of(mnt) == ["fuse.dropboxfs", "default"]
     unmount_and_wait(mnt)
+
+
+def test_a_root_mount_with_setuid_runs_as_that_user_in_their_home(binary, fake, tmp_path):
+    """An fstab line with setuid=USER, mounted by root: mount.fuse3 runs the daemon as USER through
+    `su -` (a login environment: the helper is found on the login PATH, /usr/local/bin here). The
+    daemon runs with USER's uid, keeps its cache and log in USER's home, owned by USER, and leaves
+    nothing of root's there. A user opens /dev/fuse itself: Debian makes it 0666; where this
+    machine left it root's alone, the test opens it to users while it runs, as Debian has it."""
+    import pwd
+    import shutil
+    from pathlib import Path
+
+    if os.geteuid() != 0:
+        pytest.fail("this test mounts as root (CI runs as root)")
+    for tool in ("useradd", "userdel", "su"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is needed")
+    link = Path("/usr/local/bin/dropboxfs")
+    if link.exists() or link.is_symlink():
+        pytest.fail(f"{link} exists: this test puts the built binary there for the login PATH of su -")
+    user = f"dbxfs{os.getpid() % 100000}"
+    r = run("useradd", "--create-home", "--shell", "/bin/sh", user)
+    assert r.returncode == 0, r
+    mnt = None
+    fuse_mode = os.stat("/dev/fuse").st_mode & 0o777
+    try:
+        os.chmod("/dev/fuse", 0o666)
+        info = pwd.getpwnam(user)
+        home = Path(info.pw_dir)
+        link.symlink_to(binary)
+        token = home / "token"
+        token.write_text("test-token\n")
+        os.chown(token, info.pw_uid, info.pw_gid)
+        token.chmod(0o600)
+        mnt = home / "dropbox"
+        mnt.mkdir()
+        os.chown(mnt, info.pw_uid, info.pw_gid)
+        options = ",".join([
+            "ro", "noauto", "_netdev", f"setuid={user}", f"access_token_file={token}",
+            f"api_url={fake.url}", f"content_url={fake.url}", f"notify_url={fake.url}"])
+        r = run(HELPER, "dropboxfs", mnt, "-o", options, "-t", "fuse.dropboxfs", timeout=60)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert is_mounted(str(mnt))
+        # Only its user reaches the mount (no allow_other), as with any FUSE mount.
+        r = run("runuser", "-u", user, "--", "ls", mnt)
+        assert r.returncode == 0 and r.stdout.split() == [b"folder", b"hello.txt"], r
+        assert run("runuser", "-u", user, "--", "cat", mnt / "folder" / "inside.txt").stdout == b"inside\n"
+        with pytest.raises(PermissionError):
+            os.listdir(mnt)
+        [pid] = pids_of_daemon(str(mnt))
+        with open(f"/proc/{pid}/status") as f:
+            uids = next(line for line in f if line.startswith("Uid:")).split()[1:]
+        assert set(uids) == {str(info.pw_uid)}, uids
+        cache = home / ".cache" / "dropboxfs"
+        assert cache.is_dir() and cache.stat().st_uid == info.pw_uid
+        rooted = []
+        for folder, subfolders, files in os.walk(home):
+            subfolders[:] = [d for d in subfolders if Path(folder, d) != mnt]  # root may not enter the mount
+            rooted += [os.path.join(folder, n) for n in subfolders + files if os.lstat(os.path.join(folder, n)).st_uid == 0]
+        assert rooted == [], rooted
+        unmount_and_wait(mnt)
+        mnt = None
+    finally:
+        if mnt is not None and is_mounted(str(mnt)):
+            run("umount", "-l", mnt)
+        if link.is_symlink():
+            link.unlink()
+        run("pkill", "-KILL", "-u", user)
+        wait_until(lambda: run("userdel", "--remove", user).returncode in (0, 6), timeout=10,
+                   message=f"the test user {user} removed")
+        os.chmod("/dev/fuse", fuse_mode)
