@@ -22,7 +22,12 @@ enum MountCommand {
         do {
             // -o items that are long options count as if given before the command line's own.
             let expansion = try MountOptionList.expand(first.values("o"))
-            let parsed = expansion.arguments.isEmpty ? first : try Options.mount.parse(expansion.arguments + arguments)
+            // -d on the command line means what it means to every libfuse program: debug lines
+            // and the foreground (-o debug, as from an fstab line, only raises the log level).
+            let debugForeground = first.has("debug") && !first.has("foreground") ? ["--foreground"] : []
+            let parsed =
+                expansion.arguments.isEmpty && debugForeground.isEmpty
+                ? first : try Options.mount.parse(expansion.arguments + arguments + debugForeground)
             Log.level = try LogOptions.level(parsed)
             let isDaemon = parsed.has("foreground") || Daemon.isChild
             // --log-file in the foreground: the log goes there (before its first line, which

@@ -202,7 +202,10 @@ enum Options {
             OptionSpec(
                 name: "log-level", value: "LEVEL", help: "debug, info, warning or error (default info)", mountOption: true,
                 completion: .choices(["debug", "info", "warning", "error"])),
-            OptionSpec(name: "debug", short: "d", help: "same as --log-level debug", mountOption: true),
+            OptionSpec(
+                name: "debug", short: "d",
+                help: "debug lines in the foreground, as libfuse programs take -d (as -o debug: only --log-level debug)",
+                mountOption: true),
             verbose, quiet,
             OptionSpec(
                 name: "log-file", value: "FILE",

@@ -4,8 +4,9 @@ step more or less detailed (they used to end it: their default action)."""
 
 import os
 import signal
+import subprocess
 
-from helpers import env_for, run, wait_until
+from helpers import env_for, is_mounted, pids_of_daemon, run, unmount, wait_until
 
 
 def test_log_file_in_the_foreground_and_the_level_by_signal(fake_factory, mount_factory, tmp_path):
@@ -29,10 +30,13 @@ def test_log_file_in_the_foreground_and_the_level_by_signal(fake_factory, mount_
     assert run("cat", os.path.join(m.path, "a.txt")).stdout == b"a\n"
     os.listdir(m.path)
     wait_until(lambda: any("[debug]" in line for line in lines()[before:]), timeout=10, message="debug lines")
+    # One at a time: the kernel merges a signal sent again before the first was taken.
     m.process.send_signal(signal.SIGUSR2)
+    wait_until(lambda: any("log level info (was debug; SIGUSR2)" in line for line in lines()), timeout=10,
+               message="the level lowered")
     m.process.send_signal(signal.SIGUSR2)
     wait_until(lambda: any("log level warning (was info; SIGUSR2)" in line for line in lines()), timeout=10,
-               message="the level lowered twice")
+               message="the level lowered again")
     assert m.process.poll() is None, "the signals did not end the daemon"
     assert os.listdir(m.path) == ["a.txt"]
 
@@ -47,3 +51,30 @@ def test_a_log_file_that_cannot_be_opened_fails_the_foreground_mount(binary, fak
     link.symlink_to(target)
     r = run(binary, "mount", mnt, "--foreground", "--log-file", link, env=env_for(fake), timeout=30)
     assert r.returncode == 2 and b"cannot open the log file" in r.stderr and b"symbolic link" in r.stderr, r
+
+
+def test_d_mounts_in_the_foreground_with_debug_lines(binary, fake_factory, tmp_path):
+    """`dropboxfs mount MNT -d`, as with any libfuse program: it stays in the foreground (this
+    process is the daemon) and logs debug lines; an unmount ends it with exit code 0."""
+    fake = fake_factory()
+    fake.add_file("/a.txt", b"a\n")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    env = env_for(fake, extra={"XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state")})
+    log = open(tmp_path / "d.log", "wb")
+    p = subprocess.Popen([binary, "mount", str(mnt), "-d"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: is_mounted(str(mnt)) or p.poll() is not None, timeout=20, message="the mount")
+        assert p.poll() is None, "-d stays in the foreground"
+        assert pids_of_daemon(str(mnt)) == [p.pid]
+        assert os.listdir(mnt) == ["a.txt"]
+        wait_until(lambda: b"[debug]" in (tmp_path / "d.log").read_bytes(), timeout=10, message="debug lines")
+        assert unmount(str(mnt)).returncode == 0
+        assert p.wait(timeout=15) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+            unmount(str(mnt))
+        log.close()
