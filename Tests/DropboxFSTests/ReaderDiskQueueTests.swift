@@ -7,6 +7,7 @@ import Dispatch
 import DropboxAPI
 @testable import DropboxFS
 import DropboxTestSupport
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -16,6 +17,24 @@ import Testing
 private let M = 1 << 20
 
 @Suite struct ReaderDiskQueueTests {
+    final class Counted: Sendable {
+        static let alive = Synchronization.Atomic<Int>(0)
+        init() { Self.alive.add(1, ordering: .relaxed) }
+        deinit { Self.alive.subtract(1, ordering: .relaxed) }
+    }
+
+    /// A result handed to its waiter is not kept by the wait: the wait's timer lives on until its
+    /// timeout, and a cache file kept that long held a descriptor per recent open (a long run of
+    /// opens grew by thousands of descriptors).
+    @Test func aDeliveredResultIsNotKeptUntilTheTimeout() async throws {
+        let queue = DispatchQueue(label: "test.disk")
+        for _ in 0..<50 {
+            let got = try await DiskWork.run(on: queue, stall: DiskStall(), waitingAtMost: 3600) { Counted() }
+            #expect(got != nil)
+        }
+        #expect(Counted.alive.load(ordering: .relaxed) == 0, "each result went with its waiter")
+    }
+
     /// The disk queue held (as a disk that stopped answering holds it): the open of a file with a
     /// disk entry is not answered on the calling thread, its task stops waiting when cancelled, and
     /// once the disk answers again the same open reads from the entry without a download.

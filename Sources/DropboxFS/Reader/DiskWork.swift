@@ -78,8 +78,12 @@ private final class OneShot<T: Sendable>: Sendable {
 
     private struct State {
         var continuation: CheckedContinuation<Outcome, Never>?
-        /// Set once the wait ended; an outcome that comes first waits here for the continuation.
-        var outcome: Outcome?
+        /// The wait ended (an outcome was given).
+        var ended = false
+        /// An outcome that came before the continuation, until it is attached. Once handed over,
+        /// an outcome is not kept here: this object lives on until the timeout's timer fires, and
+        /// a result kept that long (an open cache file) would hold a descriptor per recent open.
+        var early: Outcome?
         var timedOut = false
     }
 
@@ -90,11 +94,12 @@ private final class OneShot<T: Sendable>: Sendable {
 
     func attach(_ continuation: CheckedContinuation<Outcome, Never>) {
         let early = state.withLock { s -> Outcome? in
-            guard let outcome = s.outcome else {
+            guard let early = s.early else {
                 s.continuation = continuation
                 return nil
             }
-            return outcome
+            s.early = nil
+            return early
         }
         if let early { continuation.resume(returning: early) }
     }
@@ -103,10 +108,13 @@ private final class OneShot<T: Sendable>: Sendable {
     @discardableResult
     func finish(_ outcome: Outcome) -> Bool {
         let (taken, continuation) = state.withLock { s -> (Bool, CheckedContinuation<Outcome, Never>?) in
-            guard case .none = s.outcome else { return (false, nil) }
-            s.outcome = outcome
+            guard !s.ended else { return (false, nil) }
+            s.ended = true
             if case .timedOut = outcome { s.timedOut = true }
-            guard let continuation = s.continuation else { return (true, nil) }
+            guard let continuation = s.continuation else {
+                s.early = outcome
+                return (true, nil)
+            }
             s.continuation = nil
             return (true, continuation)
         }
