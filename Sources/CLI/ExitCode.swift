@@ -3,6 +3,7 @@
 
 import DropboxAPI
 import Log
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -43,7 +44,13 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// One line on stderr, "dropboxfs: message", escaped like a log line (Log.escaped).
 func printError(_ message: String) {
     let line = "dropboxfs: \(Log.escaped(message))\n"
-    _ = line.withCString { write(2, $0, strlen($0)) }
+    _ = line.withCString { write(ErrorOutput.descriptor.load(ordering: .relaxed), $0, strlen($0)) }
+}
+
+/// Where the command's own messages go: stderr, or the terminal stderr was before the log was
+/// sent to --log-file in the foreground (LogOptions.sendStderr), so a failure is still seen.
+enum ErrorOutput {
+    static let descriptor = Atomic<Int32>(2)
 }
 
 /// Text on stdout, each of its lines escaped like a log line (help texts have several).

@@ -43,6 +43,9 @@ enum LogOptions {
         }
         printError("logging to \(path) (--log-file)")
         Log.rotate(path: path, limit: limit)
+        // The command's own messages (a failure's one line) still go where stderr went.
+        let terminal = fcntl(2, F_DUPFD_CLOEXEC, 3)
+        if terminal >= 0 { ErrorOutput.descriptor.store(terminal, ordering: .relaxed) }
         dup2(fd, 2)
         close(fd)
     }

@@ -184,7 +184,7 @@ def test_server_not_speaking_http(binary, empty_dir):
     (["--log-level", "loud"], "--log-level"),
     (["--thumbnail-sizes", "huge"], "--thumbnail-sizes"),
     (["--thumbnail-sizes", "normal,"], "--thumbnail-sizes"),
-    (["-o", "thumbnail-sizes=x-large"], "--thumbnail-sizes"),
+    (["-o", "thumbnail-sizes=huge"], "--thumbnail-sizes"),
     (["--log-file"], "--log-file"),
     (["--foreground=yes"], "--foreground"),
     (["second-mount-point"], "one mount point"),

@@ -78,3 +78,15 @@ def test_d_mounts_in_the_foreground_with_debug_lines(binary, fake_factory, tmp_p
             p.wait()
             unmount(str(mnt))
         log.close()
+
+
+def test_a_failure_with_a_log_file_in_the_foreground_is_said_on_the_terminal(binary, fake_factory, tmp_path):
+    """The log goes to --log-file, but the one line that says why the mount failed is still seen
+    where the command was typed."""
+    fake = fake_factory()
+    log = tmp_path / "mount.log"
+    r = run(binary, "mount", tmp_path / "missing", "--foreground", "--log-file", log, env=env_for(fake), timeout=30)
+    err = r.stderr.decode()
+    assert r.returncode == 3 and "does not exist" in err.strip().splitlines()[-1], (r.returncode, err)
+    assert f"logging to {log}" in err
+
