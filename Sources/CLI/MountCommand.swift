@@ -124,7 +124,7 @@ enum MountCommand {
         if target.offline {
             options.accountConfirmation = StoredTrees.confirmation(
                 configuration, served: target.identity, store: store, mountpoint: mountpoint,
-                tokenTag: credentials.tokenTag, opened: laterStores)
+                tokenTag: credentials.tokenTag, opened: laterStores, mounted: mounted)
         }
         let core = Filesystem(
             client: client, options: options, restoring: stored,

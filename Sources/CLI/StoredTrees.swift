@@ -59,9 +59,11 @@ enum StoredTrees {
     /// unmount. The client keeps the served tree's path root.
     static func confirmation(
         _ configuration: MountConfiguration, served identity: TreeStoreIdentity, store served: TreeStore?,
-        mountpoint: String, tokenTag: String?, opened: OpenedStores
+        mountpoint: String, tokenTag: String?, opened: OpenedStores, mounted: MountedAccount
     ) -> AccountConfirmation {
         AccountConfirmation(accountID: identity.accountID) { account in
+            // Credentials replaced from now on are judged against the account now shown.
+            mounted.set(account.accountId)
             served?.close()
             let other = TreeStoreIdentity(accountID: account.accountId, pathRoot: identity.pathRoot, endpoint: identity.endpoint)
             let store = open(configuration, identity: other, email: account.email, mountpoint: mountpoint, tokenTag: tokenTag)
