@@ -182,7 +182,9 @@ def test_a_listing_another_caller_waits_for_goes_on(fake_factory, mount_factory)
     fake = fake_factory()
     for i in range(20):
         fake.add_file(f"/slow/file-{i:02}.txt", b"%d\n" % i)
-    m = mount_factory(fake, "--no-prefetch", "--no-watch")
+    # A server that sends nothing for 10 s counts as unreachable (--timeouts answer=, 10 s by
+    # default); this stall is a slow answer, so the bound is raised above it.
+    m = mount_factory(fake, "--no-prefetch", "--no-watch", "--timeouts", "answer=60")
     assert os.listdir(m.path) == ["slow"]
     # Long enough for the steps below on a loaded machine: the listing must still be stalled when
     # the first `ls` is interrupted (the second then waits out the rest of it).
