@@ -33,14 +33,21 @@ enum LogOptions {
         Log.level = try level(parsed)
     }
 
-    /// Sends this process's stderr, and so its log, to `path` (appended, never through a symlink,
-    /// rotated at `limit`), after saying so on the old stderr.
-    static func sendStderr(to path: String, limit: UInt64) throws(CommandFailure) {
+    /// The log file at `path` opened for appending (created 0600, never through a symlink); a
+    /// failure says why, with `code`.
+    static func openLogFile(_ path: String, failing code: ExitCode) throws(CommandFailure) -> Int32 {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
-            throw CommandFailure(.usage, "cannot open the log file \(path): \(reason)")
+            throw CommandFailure(code, "cannot open the log file \(path): \(reason)")
         }
+        return fd
+    }
+
+    /// Sends this process's stderr, and so its log, to `path` (appended, never through a symlink,
+    /// rotated at `limit`), after saying so on the old stderr.
+    static func sendStderr(to path: String, limit: UInt64) throws(CommandFailure) {
+        let fd = try openLogFile(path, failing: .usage)
         printError("logging to \(path) (--log-file)")
         Log.rotate(path: path, limit: limit)
         // The command's own messages (a failure's one line) still go where stderr went.

@@ -342,13 +342,7 @@ struct MountConfiguration {
     /// Before any request: the log file can be opened for appending (never through a symlink),
     /// so a bad --log-file is not found only when the daemon starts.
     func checkLogFile() throws(CommandFailure) {
-        let path = try logFilePath()
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
-            throw CommandFailure(logFile == nil ? .failure : .usage, "cannot open the log file \(path): \(reason)")
-        }
-        close(fd)
+        close(try LogOptions.openLogFile(try logFilePath(), failing: logFile == nil ? .failure : .usage))
     }
 
     /// Before any request: CACHE_DIR, if it exists, is a folder; it and the folders of stored trees
