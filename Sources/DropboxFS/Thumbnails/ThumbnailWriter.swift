@@ -352,7 +352,8 @@ final class ThumbnailWriter: Sendable {
             return (source: source, uri: uri, fileName: ThumbnailNames.cacheFileName(uri: uri))
         }
         let ledger = self.ledger
-        guard !images.isEmpty else { return ([], await onDisk { ledger.nextSequence }) }
+        // Nothing to write: no mark is needed (nothing of the folder will make room).
+        guard !images.isEmpty else { return ([], .max) }
         let candidates = options.sizes.flatMap { size in
             images.map { Pending(source: $0.source, size: size, uri: $0.uri, fileName: $0.fileName) }
         }
