@@ -198,16 +198,50 @@ extension SyncEngine {
         }
     }
 
-    /// The account listed in one chain (parallelism 1, or too many top-level folders). Returns nil
-    /// when that listing failed or stopped, whatever cursor the engine held before (a relist of a
-    /// stored tree starts after its catch-up set one).
+    /// The account listed in one chain (parallelism 1, or too many top-level folders), after the
+    /// account's cursor `first` (taken here when the caller has none and changes are watched),
+    /// then the changes since that cursor applied, as the parallel fill does. The chain's own final cursor is not enough: a
+    /// folder listed by itself while the chain runs takes a newer sequence than the chain, yet its
+    /// snapshot may be older than the chain's pages, which then do not land in it
+    /// (docs/SEMANTICS.md, "Listings in flight"); a change made between the two snapshots is in
+    /// neither the folder's listing nor any batch after the chain's cursor. Returns nil when that
+    /// listing failed or stopped, whatever cursor the engine held before (a relist of a stored
+    /// tree starts after its catch-up set one).
     func runSequentialFill(after first: String? = nil) async -> FillResult? {
+        let start: String?
+        if let first {
+            start = first
+        } else if !options.watchChanges {
+            // No change is ever followed: a folder is as fresh as its own listing, and the first
+            // cursor would cost two requests for nothing.
+            start = nil
+        } else {
+            do {
+                start = try await syncClient.listFolderGetLatestCursor(
+                    ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
+            } catch {
+                if !Task.isCancelled { noteFillFailure(error) }
+                return nil
+            }
+        }
         let root = ref(MetadataTree.rootIndex)
-        let listing = state.withLock { s in startRecursiveListing(root, in: &s) }
+        // A whole-account listing already running started before `start`: only its own cursor
+        // is known to follow its snapshot.
+        let (listing, ownListing) = state.withLock { s in
+            let running = s.recursiveListings[root] != nil
+            return (startRecursiveListing(root, in: &s), !running)
+        }
         guard let listing else { return nil }
         _ = await listing.done.wait(seconds: .infinity)
         guard let cursor = listing.completedCursor.withLock({ $0 }) else { return nil }
-        return FillResult(cursor: cursor, needsCatchUp: false)
+        guard ownListing, let start else { return FillResult(cursor: cursor, needsCatchUp: false) }
+        do {
+            return FillResult(cursor: try await applyChanges(since: start), needsCatchUp: false)
+        } catch {
+            if Task.isCancelled { return nil }
+            Log.warning("applying the changes made during the listing failed (\(error)); the watcher retries")
+            return FillResult(cursor: start, needsCatchUp: true)
+        }
     }
 
     /// Runs the queued branches, at most `parallelism` at once, until none is left. Returns false

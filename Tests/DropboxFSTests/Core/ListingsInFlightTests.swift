@@ -81,6 +81,39 @@ extension CoreTests {
             #expect(try await names(fs, try await inode(fs, "/d/sub")) == ["inside"])
         }
 
+        /// The fill in one chain (parallelism 1) whose first page is asked late: a folder listed
+        /// by itself meanwhile takes a newer sequence but an older snapshot, so the chain's pages
+        /// do not land in it. A file added between the two snapshots is in neither that listing nor
+        /// any change after the chain's own cursor: the fill must apply the changes since a cursor
+        /// taken before the chain, as the parallel fill does.
+        @Test func aChangeBetweenAFolderListingAndTheLaterChainOfTheFillIsNotLost() async throws {
+            let fake = InMemoryDropbox()
+            fake.longpollSecond = .milliseconds(5)
+            fake.addFile("/d/keep", size: 1)
+            fake.addFile("/e/f", size: 1)
+            let gated = GatedClient(fake)
+            let first = GatedClient.Call(listing: .init(path: "", recursive: true), page: 0)
+            gated.hold(first)
+            let fs = Filesystem(
+                client: gated,
+                options: options(
+                    pageLimit: 2, prefetch: true, watchChanges: true, prefetchWait: 0.01, longpollTimeout: 30,
+                    fill: FillOptions(parallelism: 1)))
+            fs.startSync()
+            defer { fs.stop() }
+            try await waitUntil("the whole-account listing asked for its first page") { gated.hasArrived(first) }
+
+            let d = try await inode(fs, "/d")
+            #expect(try await names(fs, d) == ["keep"], "/d listed by itself, before the change")
+            fake.addFile("/d/new", size: 2)
+            gated.release(first)  // the chain's snapshot, taken now, has /d/new
+            #expect(await fs.waitUntilCaughtUp(seconds: 60))
+            try await waitUntil("the whole-account listing ended") { listingsIdle(fs) }
+
+            #expect(try await names(fs, d) == ["keep", "new"])
+            #expect(try await fs.lookup(parent: d, name: "new").size == 2)
+        }
+
         /// A listing in flight whose folder is removed, and whose index a new folder takes, is not
         /// applied to the new folder: the listing names its folder by index and generation.
         @Test func aListingOfARemovedFolderNeverLandsOnTheFolderThatReusedItsIndex() async throws {
