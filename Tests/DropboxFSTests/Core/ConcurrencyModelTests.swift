@@ -38,6 +38,11 @@ extension CoreTests {
         }
 
         static let longSeeds = Int(ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_SEEDS"] ?? "") ?? 0
+        /// DROPBOXFS_CONCURRENCY_SEED_BASE moves every seed (another set of schedules, same shapes).
+        static let seedBase = UInt64(ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_SEED_BASE"] ?? "") ?? 5000
+        /// DROPBOXFS_CONCURRENCY_SMALL=1 keeps the quick slice's sizes (60 entries, 120 steps) in a
+        /// long run: many cheap schedules rather than few big ones.
+        static let smallSchedules = ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_SMALL"] == "1"
 
         /// Left out of the quick slice CI runs, with why. A case-drift schedule (seed 5006, under
         /// load) once ended with a file missing from the mounted tree (`/😀/ẞ./ß`), most likely the
@@ -57,9 +62,9 @@ extension CoreTests {
                     n += 1
                     out.append(
                         Scenario(
-                            seed: UInt64(5000 + n), modes: modes,
-                            entries: longSeeds > 0 ? 300 + (n * 7919) % 2700 : 60,
-                            steps: longSeeds > 0 ? 600 : 120, parallelism: n % 3 == 0 ? 1 : 4,
+                            seed: seedBase + UInt64(n), modes: modes,
+                            entries: longSeeds > 0 && !smallSchedules ? 300 + (n * 7919) % 2700 : 60,
+                            steps: longSeeds > 0 && !smallSchedules ? 600 : 120, parallelism: n % 3 == 0 ? 1 : 4,
                             pageLimit: [3, 5, 9][n % 3]))
                 }
             }
@@ -76,6 +81,10 @@ extension CoreTests {
                 var next: UInt64 = 0
                 /// Calls entered and not yet returned (held ones included).
                 var inFlight = 0
+                /// The next listing of this folder by itself takes its reply at once and is slow
+                /// (`aim`); set back to nil once that listing is held.
+                var aimed: String?
+                var aimedHeld = false
                 var open = false
                 /// Cursors of listings with more pages: their continue is a listing's page.
                 var listingCursors: Set<String> = []
@@ -95,6 +104,19 @@ extension CoreTests {
                 self.base = base
                 self.state = Mutex(State(random: SplitMix(seed: seed)))
             }
+
+            /// Makes the next listing by itself of the folder at `listingPath` (an id, or a path)
+            /// take its reply when it arrives and be slow (released last): the listing a race
+            /// needs to land late with an old snapshot. nil: no listing is aimed at any more.
+            func aim(_ listingPath: String?) {
+                state.withLock { s in
+                    s.aimed = listingPath?.lowercased()
+                    if listingPath != nil { s.aimedHeld = false }
+                }
+            }
+
+            /// Whether the aimed listing is held (its reply taken).
+            var aimedHeld: Bool { state.withLock { $0.aimedHeld } }
 
             /// Whether the next call's reply is taken from the fake before it is held (a server that
             /// answers at once, slow to deliver) rather than when it is released (a slow server).
@@ -139,7 +161,7 @@ extension CoreTests {
             }
 
             /// `slowOdds`: one call in that many is slow.
-            private func gate(failable: Bool, slowOdds: UInt64 = 5) async throws(DropboxError) {
+            private func gate(failable: Bool, slowOdds: UInt64 = 5, aimed: Bool = false) async throws(DropboxError) {
                 let id = state.withLock { s in
                     s.next += 1
                     return s.next
@@ -152,7 +174,8 @@ extension CoreTests {
                             if Task.isCancelled { return .some(cancelled) }
                             s.pending[id] = continuation
                             s.failable[id] = failable
-                            if s.random.next() % slowOdds == 0 { s.slow.insert(id) }
+                            if s.random.next() % slowOdds == 0 || aimed { s.slow.insert(id) }
+                            if aimed { s.aimedHeld = true }
                             return nil
                         }
                         if let now { continuation.resume(returning: now) }
@@ -179,12 +202,17 @@ extension CoreTests {
                 enter()
                 defer { leave() }
                 // A folder's own listing is slow more often: the older listing that lands late.
-                let early = snapshotEarly()
+                let aimed = state.withLock { s in
+                    guard !arg.recursive, let path = s.aimed, path == arg.path.lowercased() else { return false }
+                    s.aimed = nil
+                    return true
+                }
+                let early = aimed || snapshotEarly()
                 let odds: UInt64 = arg.recursive ? 5 : 2
                 if !early { try await gate(failable: true, slowOdds: odds) }
                 let page = try await base.listFolder(arg)
                 note(page)
-                if early { try await gate(failable: true, slowOdds: odds) }
+                if early { try await gate(failable: true, slowOdds: odds, aimed: aimed) }
                 return page
             }
 
@@ -249,6 +277,29 @@ extension CoreTests {
             }
         }
 
+        /// Adds a file to `folder` or deletes one of its children, when it is still a folder.
+        /// Returns whether it changed something.
+        static func change(
+            in folder: String, _ fake: InMemoryDropbox, _ mutator: inout ReferenceModelTests.Mutator,
+            using random: inout SplitMix, log: inout [String]
+        ) async throws -> Bool {
+            if !folder.isEmpty {
+                guard case .folder = fake.entry(folder) else { return false }
+            }
+            let children = try await mutator.entries().filter { entry in
+                entry.path.hasPrefix(folder + "/") && !entry.path.dropFirst(folder.count + 1).contains("/")
+            }
+            if let child = children.randomElement(using: &random), Bool.random(using: &random) {
+                fake.delete(child.path)
+                log.append("delete \(child.path.debugDescription)")
+            } else {
+                let path = mutator.builder.freshPath(in: folder)
+                fake.addFile(path, size: 9)
+                log.append("add \(path.debugDescription)")
+            }
+            return true
+        }
+
         /// A random attached folder of the mounted tree; mostly one not completely listed yet (a
         /// complete one is answered without a listing, so it races with nothing).
         static func randomFolder(_ fs: Filesystem, using random: inout SplitMix) -> UInt32 {
@@ -311,27 +362,45 @@ extension CoreTests {
                         })
                     log.append("lookup \(path.debugDescription)")
                 case 79..<95:
-                    let isFolder: (String) -> Bool = { path in
-                        if path.isEmpty { return true }
-                        if case .folder = fake.entry(path) { return true }
-                        return false
+                    if let folder = lastListed, Bool.random(using: &random),
+                        try await Self.change(in: folder, fake, &mutator, using: &random, log: &log)
+                    {
+                        break
                     }
-                    if let folder = lastListed, isFolder(folder), Bool.random(using: &random) {
-                        let children = try await mutator.entries().filter { entry in
-                            entry.path.hasPrefix(folder + "/") && !entry.path.dropFirst(folder.count + 1).contains("/")
-                        }
-                        if let child = children.randomElement(using: &random), Bool.random(using: &random) {
-                            fake.delete(child.path)
-                            log.append("delete \(child.path.debugDescription)")
-                        } else {
-                            let path = mutator.builder.freshPath(in: folder)
-                            fake.addFile(path, size: 9)
-                            log.append("add \(path.debugDescription)")
-                        }
-                    } else {
-                        try await mutator.mutate(log: &log)
-                    }
+                    try await mutator.mutate(log: &log)
                 case 95..<97:
+                    // Half the time, the window a refill opens: a user lists a folder the fill has
+                    // not listed yet, the folder changes right after that listing's snapshot, and
+                    // then the cursors are reset. The refill takes a cursor after the change and
+                    // lists the folder again, so its listing is newer than the user's, and the
+                    // change is in no batch after the refill's cursor: when the user's listing is
+                    // released last it must not land over the refill's.
+                    if Bool.random(using: &random) {
+                        let fs = mounted.fs
+                        let target = Self.randomFolder(fs, using: &random)
+                        let (path, listingPath) = fs.tree.state.withLock { t in
+                            (t.tree.path(of: target), t.tree.listingPath(of: target))
+                        }
+                        lastListed = path
+                        let started = users.count
+                        gate.aim(listingPath)
+                        users.append(
+                            Task {
+                                _ = try? await names(fs, UInt64(target))
+                                ended.add()
+                            })
+                        log.append("ls \(target) before a reset")
+                        // Held with its reply taken; or answered without a listing of its own
+                        // (complete, or a covering listing came), or it failed.
+                        try await waitUntil("the listing of \(path.debugDescription) reached the server", timeout: .seconds(30)) {
+                            gate.aimedHeld || ended.value > started
+                        }
+                        gate.aim(nil)
+                        _ = try await Self.change(in: path, fake, &mutator, using: &random, log: &log)
+                        if ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_DEBUG"] != nil {
+                            print("AIMED \(scenario.seed) step \(step) held=\(gate.aimedHeld) \(fs.syncStatus())")
+                        }
+                    }
                     fake.resetCursors()
                     log.append("reset")
                 default:
