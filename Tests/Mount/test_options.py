@@ -1,7 +1,7 @@
-"""One declaration per option (issue 14, item 9): the parser, `--help`, the man page and the bash, zsh
+"""One declaration per option: the parser, `--help`, the man page and the bash, zsh
 and fish completions are all made from the declarations in Sources/CLI/Options.swift, which
 `dropboxfs __generate options` prints. Each output must name exactly the declared options of each
-command (hidden ones nowhere), and the parser must accept each of them. Also item 7: every -o item
+command (hidden ones nowhere), and the parser must accept each of them. Also: every -o item
 is checked before anything is sent."""
 
 import gzip
@@ -218,7 +218,7 @@ def test_version_command_forms(binary):
     assert r.returncode == 2 and b"--bogus" in r.stderr
 
 
-# ---- item 7: -o is checked before anything is sent ---------------------------------------------------
+# ---- -o is checked before anything is sent ----------------------------------------------------------
 
 @pytest.fixture
 def fake(fake_factory):
@@ -310,7 +310,7 @@ def test_rw_in_the_background_warns_on_the_terminal_and_in_the_log(binary, fake,
         run("fusermount3", "-u", mnt)
 
 
-# ---- item 7: failures reported before mounting, and with their real reason ---------------------------
+# ---- failures reported before mounting, and with their real reason ----------------------------------
 
 NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
 
@@ -401,8 +401,7 @@ def test_paths_are_checked_before_any_request(binary, fake, tmp_path, what):
 
 def test_unreadable_mount_point_is_not_reported_as_not_empty(as_nobody, fake):
     """A mount point the user may enter but not list (root's folder, mode 0311) is a permission
-    problem, said as such: it used to be reported as "not empty", whose advice (--allow-non-empty)
-    does not help."""
+    problem, said as such, not as "not empty", whose advice (--allow-non-empty) does not help."""
     os.chmod(as_nobody.mountpoint, 0o311)
     r = as_nobody("", "mount", as_nobody.mountpoint, "--foreground")
     err = r.stderr.decode()
