@@ -115,6 +115,21 @@ def test_man_page_lists_exactly_the_declared_options(binary, declarations, insta
     assert r.returncode == 0 and b"FSTAB" in r.stdout and b"EXIT STATUS" in r.stdout, r.stderr
 
 
+def test_man_page_gives_the_sign_in_steps_in_the_order_a_user_takes_them(installed):
+    """The app console steps, then `dropboxfs auth`, as README.md's "Sign in" gives them."""
+    r = run("man", "--nh", "--nj", "-l", installed / "share/man/man1/dropboxfs.1.gz",
+            env=dict(os.environ, MANPAGER="cat", MANWIDTH="100"))
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.decode().replace("\u2212", "-").replace("\u2010", "-").split())
+    section = text.split("SIGN IN", 1)[1].split("COMMANDS", 1)[0]
+    steps = ["https://www.dropbox.com/developers/apps", "Create app", "Scoped access", "Full Dropbox", "Permissions",
+             "account_info.read", "files.metadata.read", "files.content.read", "Submit", "Settings", "App key",
+             "dropboxfs auth --app-key", "xdg-open", "paste the code"]
+    positions = [section.find(step) for step in steps]
+    assert -1 not in positions, [s for s, p in zip(steps, positions) if p == -1]
+    assert positions == sorted(positions), section
+
+
 def bash_complete(installed, *words):
     script = installed / "share/bash-completion/completions/dropboxfs"
     line = " ".join(f"'{w}'" for w in words)
