@@ -42,6 +42,18 @@ enum Generators {
         return out.replacingOccurrences(of: "\n.", with: "\n\\&.").replacingOccurrences(of: "\n'", with: "\n\\&'")
     }
 
+    /// The app console steps and `dropboxfs auth`, in the order a user takes them.
+    static let signInSteps = [
+        "Open https://www.dropbox.com/developers/apps and choose Create app.",
+        "Choose Scoped access, then Full Dropbox, and give the app a name (e.g. dropboxfs-yourname).",
+        "On the app's Permissions tab tick account_info.read, files.metadata.read and files.content.read, "
+            + "then Submit (dropboxfs only reads; it needs nothing else).",
+        "On the Settings tab copy the App key. No app secret is needed: sign-in uses PKCE.",
+        "Run `dropboxfs auth --app-key KEY` (with --profile NAME for another account). It prints an address "
+            + "and waits: open the address in a browser (dropboxfs starts none; on a desktop, `xdg-open 'ADDRESS'` "
+            + "in another terminal), allow access, and paste the code Dropbox shows, in the same run.",
+    ]
+
     static func manPage() -> String {
         var m: [String] = []
         m.append(".TH DROPBOXFS 1 \"\" \"dropboxfs \(BuildInfo.version)\" \"User Commands\"")
@@ -56,6 +68,8 @@ enum Generators {
                 + "after the first mount, changes made elsewhere appear within seconds, and the tree is kept for the "
                 + "next mount (which is then instant, and works offline)."))
         for paragraph in Help.mainParagraphs.dropLast() { m += [".PP", roff(paragraph)] }
+        m += [".SH \"SIGN IN\"", roff("Once, with a Dropbox app of your own (the same steps as README.md, \"Sign in\"):")]
+        for (number, step) in signInSteps.enumerated() { m += [".IP \(number + 1). 4", roff(step)] }
         m.append(".SH COMMANDS")
         for spec in Options.commands {
             m += [".SS \"dropboxfs \(roff(spec.name))\"", ".nf"] + spec.usage.map(roff) + [".fi", ".PP", roff(spec.description)]

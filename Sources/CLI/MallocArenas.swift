@@ -3,7 +3,7 @@
 // threads at once, so during a big fill each of them keeps freed page buffers that the others
 // cannot reuse, and the peak RSS grows with the number of arenas rather than with the tree. One
 // arena per usable CPU (at least 2) took about 12 MiB off the peak of a 1,000,000-entry fill
-// (docs/PERFORMANCE.md, "Memory per entry, second pass") at no measurable CPU cost.
+// (docs/JOURNAL.md, "Memory per entry, second pass") at no measurable CPU cost.
 // MALLOC_ARENA_MAX in the environment, read by glibc itself, is left to win.
 
 import CShim

@@ -8,7 +8,7 @@
 // sleeps in poll(), so the walker's next request finds it awake: one wake-up per round trip
 // instead of two. It yields the CPU at each turn, so staying awake only ever uses a CPU that no
 // other thread wants (a cold walk spins while the fill runs). On the project's 2-CPU VM a
-// 100,000-entry walk took 1.2 to 1.4 s instead of 1.5 to 2.3 s (docs/PERFORMANCE.md, "Spinning
+// 100,000-entry walk took 1.2 to 1.4 s instead of 1.5 to 2.3 s (docs/JOURNAL.md, "Spinning
 // for the next request").
 //
 // One thread serves every request, inline: no FUSE handler waits for the network, the disk or

@@ -12,7 +12,7 @@
 // every folder listed lean so far: whoever reads them next gets them afresh, and full unless it
 // walks lean itself. A `du` after a `find` pays one folder's files in lookups, not every file's.
 //
-// Measured (docs/PERFORMANCE.md, "Lean walks"): a kernel-cold `find` of 1,000,000 entries takes
+// Measured (docs/JOURNAL.md, "Lean walks"): a kernel-cold `find` of 1,000,000 entries takes
 // half the time, with a third of `find`'s kernel time, and leaves a tenth of the kernel slab behind.
 //
 // The kernel names the calling thread (fuse_req_ctx), so a record is per thread; records idle for

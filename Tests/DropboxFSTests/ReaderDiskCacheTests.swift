@@ -142,8 +142,8 @@ private let M = 1 << 20
 
     /// An entry that cannot be opened for a reason that says nothing of it (too many open files,
     /// no memory, no permission) is kept: that open reads from Dropbox and writes no new entry over
-    /// it, and the next mount that can open it reads it without a download. It used to be deleted,
-    /// which threw good content away whenever the process ran short of descriptors.
+    /// it, and the next mount that can open it reads it without a download. Deleting it would throw
+    /// good content away whenever the process ran short of descriptors.
     @Test(arguments: [EMFILE, ENFILE, ENOMEM, EACCES])
     func anEntryThatCannotBeOpenedForNowIsKept(code: Int32) async throws {
         let folder = try TemporaryFolder()

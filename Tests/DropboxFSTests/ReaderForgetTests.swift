@@ -1,7 +1,7 @@
 // What the reader keeps per inode (the revision the kernel's page cache may hold, the one warning
 // about an export-only document) lasts only while the kernel holds the inode: once it forgot every
 // reference it has evicted the inode and its pages. Every revision of a file is a new inode, so
-// without this the maps would grow with every revision ever opened (issue 12, long uptimes).
+// without this the maps would grow with every revision ever opened during a mount that runs for weeks.
 
 import DropboxAPI
 import DropboxTestSupport

@@ -1,4 +1,4 @@
-"""The kernel connection aborted from outside (issue "hard stops and long uptimes"): an
+"""The kernel connection aborted from outside: an
 administrator, or a tool that frees a hung FUSE mount, writes to
 /sys/fs/fuse/connections/N/abort. Every call waiting in the mount ends at once with an error, the
 daemon notices, leaves no mount behind and exits 0 within 5 s, and the next mount on the same folder

@@ -1,4 +1,4 @@
-"""Sign-in and credentials (issue 5): `dropboxfs auth` (OAuth 2 + PKCE, code pasted on stdin), the
+"""Sign-in and credentials: `dropboxfs auth` (OAuth 2 + PKCE, code pasted on stdin), the
 stored refresh token (folder 0700, file 0600, never wider for an instant), mounting with it,
 refreshing access tokens (early with a short lifetime; exactly once for many requests rejected
 together), a revoked sign-in, a missing scope, `dropboxfs status`, `dropboxfs auth --sign-out`, and

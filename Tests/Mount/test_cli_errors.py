@@ -229,7 +229,7 @@ def test_mount_help_mentions_every_option(binary):
     rc, out, err = dropboxfs(binary, "mount", "--help")
     assert rc == 0 and err == ""
     assert dropboxfs(binary, "mount", "-h")[1] == out
-    # The options of the issue, and every one the parser knows, are documented.
+    # The basic mount options, and every one the parser knows, are documented.
     required = ["--foreground", "-f", "-o", "--allow-other", "--allow-non-empty", "--access-token-file",
                 "--api-url", "--content-url", "--notify-url", "--attr-timeout", "--dir-cache-time",
                 "--threads", "--log-level", "--debug", "-d", "--log-file", "--help", "-h"]

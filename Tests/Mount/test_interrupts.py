@@ -1,4 +1,4 @@
-"""Interrupted requests and stops under load (issue 12, items 1 and 2; docs/SEMANTICS.md
+"""Interrupted requests and stops under load (docs/SEMANTICS.md
 "Interrupted requests" and "Unmounting with requests in flight").
 
 A request that waits on the network is answered EINTR when its caller is signalled: Ctrl-C of `ls`

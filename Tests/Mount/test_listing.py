@@ -7,7 +7,7 @@ from helpers import (
 
 
 def find_sorted_lines(path):
-    """The literal pipeline of the issue: find MNT -printf '%y %s %P\\n' | sort (byte order)."""
+    """The pipeline that compares a mount with its source: find MNT -printf '%y %s %P\\n' | sort (byte order)."""
     r = sh(f"find '{path}' -printf '%y %s %P\\n' | sort", timeout=120, env=c_locale())
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     assert r.stderr == b"", r.stderr.decode(errors="replace")

@@ -1,4 +1,4 @@
-"""fstab and the mount helper (issue 14, item 4). For an fstab line of type fuse.dropboxfs, mount(8)
+"""fstab and the mount helper. For an fstab line of type fuse.dropboxfs, mount(8)
 runs `/sbin/mount.fuse SOURCE MOUNTPOINT -o OPTIONS -t fuse.dropboxfs` (mount.fuse is mount.fuse3),
 which runs `dropboxfs SOURCE MOUNTPOINT -o OPTIONS` found on PATH, with the options it does not
 handle itself. These tests give /sbin/mount.fuse3 that same argv, with a PATH whose `dropboxfs` is

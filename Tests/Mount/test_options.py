@@ -1,7 +1,7 @@
-"""One declaration per option (issue 14, item 9): the parser, `--help`, the man page and the bash, zsh
+"""One declaration per option: the parser, `--help`, the man page and the bash, zsh
 and fish completions are all made from the declarations in Sources/CLI/Options.swift, which
 `dropboxfs __generate options` prints. Each output must name exactly the declared options of each
-command (hidden ones nowhere), and the parser must accept each of them. Also item 7: every -o item
+command (hidden ones nowhere), and the parser must accept each of them. Also: every -o item
 is checked before anything is sent."""
 
 import gzip
@@ -115,6 +115,21 @@ def test_man_page_lists_exactly_the_declared_options(binary, declarations, insta
     assert r.returncode == 0 and b"FSTAB" in r.stdout and b"EXIT STATUS" in r.stdout, r.stderr
 
 
+def test_man_page_gives_the_sign_in_steps_in_the_order_a_user_takes_them(installed):
+    """The app console steps, then `dropboxfs auth`, as README.md's "Sign in" gives them."""
+    r = run("man", "--nh", "--nj", "-l", installed / "share/man/man1/dropboxfs.1.gz",
+            env=dict(os.environ, MANPAGER="cat", MANWIDTH="100"))
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.decode().replace("\u2212", "-").replace("\u2010", "-").split())
+    section = text.split("SIGN IN", 1)[1].split("COMMANDS", 1)[0]
+    steps = ["https://www.dropbox.com/developers/apps", "Create app", "Scoped access", "Full Dropbox", "Permissions",
+             "account_info.read", "files.metadata.read", "files.content.read", "Submit", "Settings", "App key",
+             "dropboxfs auth --app-key", "xdg-open", "paste the code"]
+    positions = [section.find(step) for step in steps]
+    assert -1 not in positions, [s for s, p in zip(steps, positions) if p == -1]
+    assert positions == sorted(positions), section
+
+
 def bash_complete(installed, *words):
     script = installed / "share/bash-completion/completions/dropboxfs"
     line = " ".join(f"'{w}'" for w in words)
@@ -218,7 +233,7 @@ def test_version_command_forms(binary):
     assert r.returncode == 2 and b"--bogus" in r.stderr
 
 
-# ---- item 7: -o is checked before anything is sent ---------------------------------------------------
+# ---- -o is checked before anything is sent ----------------------------------------------------------
 
 @pytest.fixture
 def fake(fake_factory):
@@ -310,7 +325,7 @@ def test_rw_in_the_background_warns_on_the_terminal_and_in_the_log(binary, fake,
         run("fusermount3", "-u", mnt)
 
 
-# ---- item 7: failures reported before mounting, and with their real reason ---------------------------
+# ---- failures reported before mounting, and with their real reason ----------------------------------
 
 NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
 
@@ -401,8 +416,7 @@ def test_paths_are_checked_before_any_request(binary, fake, tmp_path, what):
 
 def test_unreadable_mount_point_is_not_reported_as_not_empty(as_nobody, fake):
     """A mount point the user may enter but not list (root's folder, mode 0311) is a permission
-    problem, said as such: it used to be reported as "not empty", whose advice (--allow-non-empty)
-    does not help."""
+    problem, said as such, not as "not empty", whose advice (--allow-non-empty) does not help."""
     os.chmod(as_nobody.mountpoint, 0o311)
     r = as_nobody("", "mount", as_nobody.mountpoint, "--foreground")
     err = r.stderr.decode()

@@ -1,4 +1,4 @@
-"""Several accounts (issue 14, item 5): `--profile NAME` (or DROPBOXFS_PROFILE) on auth, mount and
+"""Several accounts: `--profile NAME` (or DROPBOXFS_PROFILE) on auth, mount and
 status gives each account its own sign-in, cache folder (content cache and stored trees), log file
 and default mount point ~/dropbox-NAME. Two accounts, each on its own fake Dropbox, are signed in
 and mounted side by side, in the background with every default path, as a user would."""

@@ -1,4 +1,4 @@
-"""File reads through the real mount (issue 4): sha256sum of every interesting size equals the
+"""File reads through the real mount: sha256sum of every interesting size equals the
 source, reads at random offsets (dd and os.pread) equal the source, eight parallel readers agree,
 a file changed on Dropbox while it is open never yields mixed bytes, export-only documents read as
 Dropbox's export of them, opening for writing fails with EROFS, and the user.dropbox.* extended attributes

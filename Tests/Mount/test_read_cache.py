@@ -1,5 +1,5 @@
-"""Reads through the real mount under download faults, and the disk content cache across remounts
-(issue 4): a fault during a download gives the right bytes after a retry or EIO, never wrong
+"""Reads through the real mount under download faults, and the disk content cache across remounts:
+a fault during a download gives the right bytes after a retry or EIO, never wrong
 bytes; a file read once is read again after a remount without any download; the cache folder is
 private and its entries are named by content_hash."""
 

@@ -180,7 +180,7 @@ def test_a_name_that_is_not_utf8_is_not_found(fake_factory, mount_factory):
 
 def test_a_name_longer_than_255_bytes_is_too_long(fake_factory, mount_factory):
     """A looked-up name over 255 bytes is ENAMETOOLONG, as ext4 and tmpfs answer (the kernel passes
-    FUSE names of up to 1024 bytes); it used to be ENOENT, after listing the folder."""
+    FUSE names of up to 1024 bytes), not ENOENT after listing the folder."""
     import errno
 
     import pytest

@@ -1,4 +1,4 @@
-"""A watchable first listing (issue 14, item 8): `dropboxfs status --watch` follows the mounts'
+"""A watchable first listing: `dropboxfs status --watch` follows the mounts'
 whole-account listing ("listing: 30,000 entries, 4,000/s", then "complete: ..."), redrawn in place
 on a terminal and as plain timed lines otherwise, and ends when no mount is left; `status --json`
 gives the same for scripts (with --watch: one object per line). Each test names its own mount

@@ -1,4 +1,4 @@
-"""Hard stops under load (issue "hard stops and long uptimes", item 3): 50 rounds of a mount with
+"""Hard stops under load: 50 rounds of a mount with
 8 readers blocked on stalled downloads, 4 walkers, and either the whole-account listing stalled in
 the middle or a disk cache file being written, stopped by SIGTERM, `fusermount3 -u -z` or SIGKILL.
 Each time the daemon ends within 5 s (exit 0; after SIGKILL the guard detaches the mount), never

@@ -1,4 +1,4 @@
-"""Running under systemd (issue 14, item 3): the sd_notify protocol (READY=1 once the mount is
+"""Running under systemd: the sd_notify protocol (READY=1 once the mount is
 visible, STOPPING=1 at unmount, one datagram each to $NOTIFY_SOCKET, a path or an abstract name),
 checked against a socket of the test's own; the daemon's working directory (/) and HOME from the
 user database; the user units as scripts/install writes them, checked with systemd-analyze."""

@@ -1,4 +1,4 @@
-"""Long uptimes (issue 12, item 4): the daemon raises its open-file limit to the hard limit at start,
+"""Long uptimes: the daemon raises its open-file limit to the hard limit at start,
 since it holds a descriptor per connection and per disk cache file and a mount runs for weeks."""
 
 import os

@@ -1,4 +1,4 @@
-"""Version and logs (issue 14, items 2 and 6): `--version` with the commit baked in at build and the
+"""Version and logs: `--version` with the commit baked in at build and the
 libfuse and libcurl versions, also in `status` and the daemon's first log line; log lines that
 start with an ISO-8601 time (none, but a syslog priority, when stderr is the journal); the default
 log in $XDG_STATE_HOME, rotated at its size cap; -v / -q; durations such as 30s, 5m, 1h."""

@@ -1,4 +1,4 @@
-"""The Debian package (issue 14, item 1), built by scripts/package-deb and given in DROPBOXFS_DEB
+"""The Debian package, built by scripts/package-deb and given in DROPBOXFS_DEB
 (scripts/test-package builds it): what it holds, what it depends on, and that its binary runs with
 nothing of the Swift toolchain (the runtime is linked in statically)."""
 

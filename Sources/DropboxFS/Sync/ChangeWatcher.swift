@@ -25,7 +25,7 @@ extension SyncEngine {
         }
         // Below the requests' priority: the fill decodes and applies pages on the task pool, and
         // a lookup queued behind them on the same threads waited up to tens of milliseconds per
-        // hop (docs/PERFORMANCE.md, "Background work at utility priority"). Tasks it starts inherit it.
+        // hop (docs/JOURNAL.md, "Background work at utility priority"). Tasks it starts inherit it.
         // A host found unreachable or back, or a sign-in accepted again, ends the watcher's wait.
         connectivity.onChange { [wakeup] in wakeup.wake() }
         let task = Task(priority: TaskPriorities.background) { await self.runSync() }

@@ -1,5 +1,5 @@
 // The two task priorities the mount runs at. On Linux, Swift's executor keeps separate threads for
-// each priority (docs/PERFORMANCE.md, "Background work at utility priority"), so work at the
+// each priority (docs/JOURNAL.md, "Background work at utility priority"), so work at the
 // requests' priority never waits in a queue behind the background sync's pages.
 
 /// Where the mount's tasks run.

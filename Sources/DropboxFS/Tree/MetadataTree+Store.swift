@@ -161,7 +161,7 @@ struct RestoredKey {
 
 /// What `restore` gathers for `finishRestore`, kept in arrays rather than tables keyed by index:
 /// at a million records, hashing every index twice and growing every folder's table step by step
-/// took 17% of the load's CPU (docs/PERFORMANCE.md, "Faster load of the stored tree").
+/// took 17% of the load's CPU (docs/JOURNAL.md, "Faster load of the stored tree").
 struct RestoreScan {
     /// The keys that are not the name (or are odd), in increasing index order, as restored.
     var keys: [(index: UInt32, key: RestoredKey)] = []

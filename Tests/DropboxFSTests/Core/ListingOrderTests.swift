@@ -90,8 +90,8 @@ extension CoreTests {
 
         /// The same on a refill (a cursor reset, the weekly relist): a folder the tree already
         /// holds from an earlier listing, whose own entry the new listing never sends, stays with
-        /// what that listing found inside it. It used to be removed with its subtree when the
-        /// listing ended, as an entry the new snapshot had not seen.
+        /// what that listing found inside it, rather than removed with its subtree when the listing
+        /// ends, as an entry the new snapshot had not seen.
         @Test func aRefillThatNeverListsAKnownFolderKeepsItWithItsEntries() throws {
             var t = LiveTree.State(tree: MetadataTree(folderTime: 0))
             var invalidations: [Invalidation] = []

@@ -209,8 +209,8 @@ extension CoreTests {
 
         /// The memory of hidden names forgets an entry Dropbox deleted, so a mount that runs for
         /// weeks beside an app that keeps making and removing files with names over 255 bytes (a
-        /// download's ".part" renamed away, long titles) stays level. Every such path used to be
-        /// kept until unmount.
+        /// download's ".part" renamed away, long titles) stays level instead of keeping every such
+        /// path until unmount.
         @Test func hiddenNamesOfDeletedEntriesAreForgotten() {
             var t = LiveTree.State(tree: MetadataTree(folderTime: 0))
             var invalidations: [Invalidation] = []

@@ -276,8 +276,8 @@ extension CoreTests {
 
         /// A file whose header is sound but whose rows are damaged (a bad page in the entries
         /// table: a failing disk, a copy taken mid-write) is set aside like any damaged file, and
-        /// the next fill is stored again. It used to be neither set aside nor emptied (emptying
-        /// reads the damaged table too): the store stopped writing at every mount, for good.
+        /// the next fill is stored again. Left in place (emptying it reads the damaged table too),
+        /// it would stop the store from writing at every mount, for good.
         @Test func aFileWithDamagedRowsIsSetAsideAndStoredAgain() async throws {
             let folder = Self.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
