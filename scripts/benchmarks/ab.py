@@ -205,6 +205,29 @@ def version(binary):
     return out.splitlines()[0] if out else "?"
 
 
+def run_rounds(ctx, chosen, binaries, labels, info):
+    """--rounds rounds of the chosen measurements, A then B (B then A every other round), then the table."""
+    args = ctx.args
+    results, loads = {}, []
+    for rnd in range(args.rounds):
+        order = "AB" if rnd % 2 == 0 else "BA"
+        log("\n== round %d of %d (%s) ==" % (rnd + 1, args.rounds, " then ".join(order)))
+        for name in chosen:
+            for side in order:
+                loads.append(float(harness.loadavg().split()[0]))
+                figures = MEASUREMENTS[name](ctx, binaries[side], "%s-%s-%d" % (name, side, rnd + 1))
+                for k, v in figures.items():
+                    results.setdefault(k, {"A": [], "B": []})[side].append(v)
+                log("%-8s %s: %s; load %s" % (name, side, ", ".join(
+                    "%s %s" % (k, fmt(v, FIGURES[k][2])) for k, v in figures.items()), loads[-1]))
+    report(results, labels, args)
+    log("load average (1 min) during the run: %.1f to %.1f, median %.1f"
+        % (min(loads), max(loads), statistics.median(loads)))
+    if args.json:
+        harness.write_json(args.json, {"machine": info, "args": vars(args), "binaries": binaries, "labels": labels,
+                                       "loads": loads, "results": results})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -242,30 +265,5 @@ def main():
     workdir = tempfile.mkdtemp(prefix="dropboxfs-bench-ab-")
     RES.add("workdir", lambda: shutil.rmtree(workdir, ignore_errors=True))
     ctx = Context(args, workdir)
-    results, loads = {}, []
-    try:
-        for rnd in range(args.rounds):
-            order = "AB" if rnd % 2 == 0 else "BA"
-            log("\n== round %d of %d (%s) ==" % (rnd + 1, args.rounds, " then ".join(order)))
-            for name in chosen:
-                for side in order:
-                    loads.append(float(harness.loadavg().split()[0]))
-                    figures = MEASUREMENTS[name](ctx, binaries[side], "%s-%s-%d" % (name, side, rnd + 1))
-                    for k, v in figures.items():
-                        results.setdefault(k, {"A": [], "B": []})[side].append(v)
-                    log("%-8s %s: %s; load %s" % (name, side, ", ".join(
-                        "%s %s" % (k, fmt(v, FIGURES[k][2])) for k, v in figures.items()), loads[-1]))
-        report(results, labels, args)
-        log("load average (1 min) during the run: %.1f to %.1f, median %.1f"
-            % (min(loads), max(loads), statistics.median(loads)))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"machine": info, "args": vars(args), "binaries": binaries, "labels": labels,
-                           "loads": loads, "results": results}, f, indent=1)
-    except KeyboardInterrupt:
-        print("\nbench-ab: interrupted; cleaning up", file=sys.stderr)
-        return 130
-    finally:
-        RES.cleanup()
-    return 0
+    return harness.run_cleaning_up("bench-ab", lambda: run_rounds(ctx, chosen, binaries, labels, info))
 

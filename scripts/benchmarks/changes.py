@@ -121,7 +121,8 @@ def report_changes(results):
         rows.append(["%s: events, delta pages" % name,
                      ", ".join("%s, %d" % (r[name]["events"], r[name]["batches"]) for r in C["persist"]),
                      ", ".join("%s, %d" % (r[name]["events"], r[name]["batches"]) for r in C["nopersist"]), ""])
-    rows.append(["daemon peak RSS (VmHWM)", fmt_runs([r["hwm_kib"] for r in C["persist"]], lambda k: "%.0f MiB" % (k / 1024)),
+    rows.append(["daemon peak RSS (VmHWM)",
+                 fmt_runs([r["hwm_kib"] for r in C["persist"]], lambda k: "%.0f MiB" % (k / 1024)),
                  fmt_runs([r["hwm_kib"] for r in C["nopersist"]], lambda k: "%.0f MiB" % (k / 1024)), ""])
     print_table(rows, ["%d-entry change (%d files, %d folders)" % (C["new_entries"], C["files"], C["folders"]),
                        "store on", "--no-persist", "on/off"])

@@ -61,10 +61,6 @@ TARGET_SHARE = 0.05
 WIN_W, WIN_H = 1280, 800
 
 
-def log(text=""):
-    print(text, flush=True)
-
-
 def start_xvfb(run_dir, cleanup):
     """Xvfb on a display it picks itself (-displayfd). Returns (proc, ':N')."""
     r, w = os.pipe()

@@ -422,7 +422,8 @@ def report_fill_part(P):
                  runs(Q, lambda r: r["list_requests"] / pages, lambda x: "%.2f" % x), "", "", ""])
     rows.append(["pages served (list_folder + continue)", runs(S, lambda r: r["pages_served"], str),
                  runs(Q, lambda r: r["pages_served"], str), "", "", ""])
-    rows.append(["entries served / entries in the tree", runs(S, lambda r: r["entries_served"] / N, lambda x: "%.2f" % x),
+    rows.append(["entries served / entries in the tree",
+                 runs(S, lambda r: r["entries_served"] / N, lambda x: "%.2f" % x),
                  runs(Q, lambda r: r["entries_served"] / N, lambda x: "%.2f" % x), "", "", ""])
     rows.append(["API requests in all (+ longpoll etc.)", runs(S, lambda r: r["requests"], str),
                  runs(Q, lambda r: r["requests"], str), "", "", ""])

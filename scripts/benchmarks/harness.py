@@ -3,10 +3,10 @@
 timed commands, the daemon's RSS and CPU read from /proc, the fake's request counts, and the
 tables that print figures side by side with their ratios.
 
-Everything a benchmark starts (fake servers, mounts, daemons, copies) is registered with one
-Resources list and undone in reverse order exactly once: at the end of the run, on Ctrl-C or on
-SIGTERM/SIGHUP (install_signal_handlers). The benchmarks run on one thread, so nothing here
-needs a lock.
+Everything a benchmark starts (fake servers, mounts, daemons, copies) is registered with a
+Resources list (RES, the run's, or one of a single measurement) and undone in reverse order
+exactly once: at the end, also on Ctrl-C or SIGTERM/SIGHUP (install_signal_handlers,
+run_cleaning_up). The benchmarks run on one thread, so nothing here needs a lock.
 """
 
 import http.client
@@ -73,6 +73,24 @@ RES = Resources()
 
 def _on_signal(signum, _frame):
     raise SystemExit(128 + signum)
+
+
+def run_cleaning_up(name, body):
+    """Runs body() and returns its exit status (0 for None); undoes everything registered with
+    RES afterwards, also when it fails or is interrupted (Ctrl-C: said on stderr, status 130)."""
+    try:
+        return body() or 0
+    except KeyboardInterrupt:
+        print("\n%s: interrupted; cleaning up" % name, file=sys.stderr)
+        return 130
+    finally:
+        RES.cleanup()
+
+
+def write_json(path, data):
+    """The raw figures of a run, for --json."""
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
 
 
 def install_signal_handlers():
@@ -476,7 +494,8 @@ def idle_info():
     haltpoll governor, guest_halt_poll_ns = 0 makes an idle vCPU halt at once, so every wake-up is
     an interrupt through the hypervisor."""
     cpuidle = Path("/sys/devices/system/cpu/cpuidle")
-    s = "cpuidle %s/%s" % (read_text(cpuidle / "current_driver", "none"), read_text(cpuidle / "current_governor", "none"))
+    s = "cpuidle %s/%s" % (read_text(cpuidle / "current_driver", "none"),
+                           read_text(cpuidle / "current_governor", "none"))
     if HALT_POLL_NS.exists():
         s += ", guest_halt_poll_ns %s" % read_text(HALT_POLL_NS)
     return s
@@ -512,6 +531,13 @@ def routes_str(stats):
              "users/get_space_usage": "space", "files/get_metadata": "get_metadata",
              "files/list_folder/get_latest_cursor": "latest_cursor", "files/download": "download"}
     return " ".join("%s=%d" % (short.get(k, k), v) for k, v in sorted(stats.get("routes", {}).items()))
+
+
+def add_run(record, **figures):
+    """Appends each figure of one run to its list in `record` (a section's results, one list per
+    figure, one value per run)."""
+    for k, v in figures.items():
+        record.setdefault(k, []).append(v)
 
 
 def routes_split(stats):

@@ -19,9 +19,10 @@ Then, on the same fake (skip with --no-remount), the stored tree:
     from the start of `dropboxfs mount --foreground` to the end of `find` (the mount appears once
     the tree is loaded and caught up), and one more remount served by libfuse's multi-threaded
     loop (--spin-us 0) instead of the default spinning one, side by side; each with its API
-    requests by route (the longpoll that stays open counted apart), the daemon's CPU and peak RSS, the clean unmount, and the database
-    (tree-*.db and -wal in CACHE_DIR/trees after the daemon exited) per entry. Targets: 100,000
-    entries in at most 1 s and 3 requests; 1,000,000 entries in at most 8 s;
+    requests by route (the longpoll that stays open counted apart), the daemon's CPU and peak
+    RSS, the clean unmount, and the database (tree-*.db and -wal in CACHE_DIR/trees after the
+    daemon exited) per entry. Targets: 100,000 entries in at most 1 s and 3 requests; 1,000,000
+    entries in at most 8 s;
   * a 10,000-entry change while mounted, with the store and with --no-persist: 10,000 files in
     100 new folders made through the fake's control API (one call each: the mount follows as they
     come), that folder renamed (one 10,102-entry batch), then deleted; for each, the time until the
@@ -75,7 +76,6 @@ The binary defaults to .build-rel/release/dropboxfs (build it with
 
 import argparse
 import atexit
-import json
 import os
 import shutil
 import sys
@@ -85,7 +85,7 @@ from pathlib import Path
 from .changes import bench_changes, report_changes
 from .fill import bench_fill, bench_fill_big, report_fill
 from .harness import (DEFAULT_BIN, RES, build_release, install_signal_handlers, loadavg, log, machine_info,
-                      machine_line, set_halt_poll, start_fake, warm_fake)
+                      machine_line, run_cleaning_up, set_halt_poll, start_fake, warm_fake, write_json)
 from .remount import TARGET_REMOUNT_BIG_S, TARGET_REMOUNT_S, bench_remount, report_remount
 from .walk import bench_big, bench_standard, report_big, report_standard
 
@@ -109,6 +109,51 @@ def report(info, results, args):
     log("")
     log("load average (1/5/15 min) at start %s, at end %s" % (info.get("load_start", "?"), loadavg()))
 
+
+def run_sections(args, binary, workdir, info):
+    """Runs the sections the flags choose, in order, then prints their reports."""
+    results = {"machine": info, "args": vars(args)}
+    change_runs = args.runs if args.change_runs is None else args.change_runs
+    # A full run also runs the cheap parts of the fill section (about 1 min) unless --no-fill; the
+    # 100-entry pages (about 2 min) and the 1,000,000-entry part only run with --fill-only.
+    fill = args.fill_only or not (args.remount_only or args.big_only or args.no_fill)
+    if not (args.big_only or args.fill_only):
+        n, folders, lat = args.entries, args.folders, args.latency_ms
+        log("== %d entries (--folders %d), %g ms latency per request ==" % (n, folders, lat))
+        fake, build_s = start_fake(n, folders, lat)
+        log("fake server up in %.1f s (%s)" % (build_s, fake.url))
+        if not args.remount_only:
+            bench_standard(args, binary, workdir, results, fake)
+        else:
+            warmup, page_ms = warm_fake(fake, lat)
+            log("fake warm-up listing (0 ms latency): %.1f s; warm 2000-entry page: %s ms"
+                % (warmup, ", ".join("%.1f" % t for t in sorted(page_ms))))
+        if not args.no_remount:
+            bench_remount(args, binary, workdir, results, fake, "standard", args.runs, None)
+            if change_runs > 0:  # last: it changes the tree (and drops the fake's rendered pages)
+                bench_changes(args, binary, workdir, results, fake, change_runs)
+        fake.stop()
+    if fill:
+        bench_fill(args, binary, workdir, results, small_pages=args.fill_only)
+    if (args.big or args.big_only) and not args.fill_only:
+        n, lat = args.big_entries, args.latency_ms
+        log("")
+        log("== --big: %d entries (default folders, about N/10), %g ms latency per request ==" % (n, lat))
+        fake, build_s = start_fake(n, None, lat)
+        log("fake server up in %.1f s" % build_s)
+        warmup, page_ms = warm_fake(fake, lat)
+        log("fake warm-up listing (0 ms latency, computes hashes): %.1f s; warm 2000-entry page: %s ms"
+            % (warmup, ", ".join("%.1f" % t for t in sorted(page_ms))))
+        if not args.remount_only:
+            bench_big(args, binary, workdir, results, fake, page_ms)
+        if not args.no_remount and args.big_remount_runs > 0:
+            bench_remount(args, binary, workdir, results, fake, "big", args.big_remount_runs, args.big_timeout)
+        fake.stop()
+    if args.fill_only and args.big:
+        bench_fill_big(args, binary, workdir, results)
+    report(info, results, args)
+    if args.json:
+        write_json(args.json, results)
 
 
 def main():
@@ -179,53 +224,4 @@ def main():
     workdir = tempfile.mkdtemp(prefix="dropboxfs-bench-")
     RES.add("workdir", lambda: shutil.rmtree(workdir, ignore_errors=True))
     info["load_start"] = loadavg()
-    results = {"machine": info, "args": vars(args)}
-    change_runs = args.runs if args.change_runs is None else args.change_runs
-    # A full run also runs the cheap parts of the fill section (about 1 min) unless --no-fill; the
-    # 100-entry pages (about 2 min) and the 1,000,000-entry part only run with --fill-only.
-    fill = args.fill_only or not (args.remount_only or args.big_only or args.no_fill)
-    try:
-        if not (args.big_only or args.fill_only):
-            n, folders, lat = args.entries, args.folders, args.latency_ms
-            log("== %d entries (--folders %d), %g ms latency per request ==" % (n, folders, lat))
-            fake, build_s = start_fake(n, folders, lat)
-            log("fake server up in %.1f s (%s)" % (build_s, fake.url))
-            if not args.remount_only:
-                bench_standard(args, binary, workdir, results, fake)
-            else:
-                warmup, page_ms = warm_fake(fake, lat)
-                log("fake warm-up listing (0 ms latency): %.1f s; warm 2000-entry page: %s ms"
-                    % (warmup, ", ".join("%.1f" % t for t in sorted(page_ms))))
-            if not args.no_remount:
-                bench_remount(args, binary, workdir, results, fake, "standard", args.runs, None)
-                if change_runs > 0:  # last: it changes the tree (and drops the fake's rendered pages)
-                    bench_changes(args, binary, workdir, results, fake, change_runs)
-            fake.stop()
-        if fill:
-            bench_fill(args, binary, workdir, results, small_pages=args.fill_only)
-        if (args.big or args.big_only) and not args.fill_only:
-            n, lat = args.big_entries, args.latency_ms
-            log("")
-            log("== --big: %d entries (default folders, about N/10), %g ms latency per request ==" % (n, lat))
-            fake, build_s = start_fake(n, None, lat)
-            log("fake server up in %.1f s" % build_s)
-            warmup, page_ms = warm_fake(fake, lat)
-            log("fake warm-up listing (0 ms latency, computes hashes): %.1f s; warm 2000-entry page: %s ms"
-                % (warmup, ", ".join("%.1f" % t for t in sorted(page_ms))))
-            if not args.remount_only:
-                bench_big(args, binary, workdir, results, fake, page_ms)
-            if not args.no_remount and args.big_remount_runs > 0:
-                bench_remount(args, binary, workdir, results, fake, "big", args.big_remount_runs, args.big_timeout)
-            fake.stop()
-        if args.fill_only and args.big:
-            bench_fill_big(args, binary, workdir, results)
-        report(info, results, args)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
-    except KeyboardInterrupt:
-        print("\nbench: interrupted; cleaning up", file=sys.stderr)
-        return 130
-    finally:
-        RES.cleanup()
-    return 0
+    return run_cleaning_up("bench", lambda: run_sections(args, binary, workdir, info))

@@ -33,7 +33,8 @@ MiB = 1 << 20
 
 
 def timed(cmd):
-    """Seconds `cmd` took, its output read through a pipe (as the figures in docs/READS.md were)."""
+    """Seconds `cmd` took, its output read by this process through a pipe (so are the figures in
+    docs/READS.md)."""
     return run_timed(cmd, stdout=subprocess.PIPE, text=False)[0]
 
 

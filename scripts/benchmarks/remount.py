@@ -201,7 +201,8 @@ def report_remount(results, key, n, target_s):
     rows.append(["  start of mount to mount appears", vals(rem, "mount_s"), vals(cold, "mount_s"),
                  vals(bare, "mount_s"), "", "", ""])
     rows.append(["    of which: stored tree loaded", vals(rem, "loaded_s"), "", "", "", "", ""])
-    rows.append(["  find once mounted (kernel-cold walk)", vals(rem, "find_s"), vals(cold, "find_s"), vals(bare, "find_s"),
+    rows.append(["  find once mounted (kernel-cold walk)", vals(rem, "find_s"), vals(cold, "find_s"),
+                 vals(bare, "find_s"),
                  "", "", ""])
     lib = X.get("remount_libfuse_loop", [])
     if lib:

@@ -7,7 +7,7 @@ and the daemon's peak RSS and CPU. With --big, the cold walk and peak RSS per en
 
 import time
 
-from .harness import (Mount, build_tmpfs_copy, fmt_runs, fmt_s, log, loadavg, machine_line, print_table,
+from .harness import (Mount, add_run, build_tmpfs_copy, fmt_runs, fmt_s, log, loadavg, machine_line, print_table,
                       ratio_str, routes_str, time_du, time_find, time_ls_lr, verdict, warm_fake)
 
 # Targets of the walks of a 100,000-entry tree at 30 ms per request.
@@ -70,26 +70,19 @@ def bench_standard(args, binary, workdir, results, fake):
         P["mount_s"].append(m.mount_seconds)
         dt, lines, _ = time_find(m.mnt, workdir)
         stats = fake.stats()
-        P["cold_find"].append(dt)
-        P["cold_find_lines"].append(lines)
-        P["cold_requests"].append(stats["total"])
-        P["cold_routes"].append(routes_str(stats))
-        P["status_after_find"].append(m.status())
-        P["cpu_after_find"].append(m.cpu_seconds())
+        add_run(P, cold_find=dt, cold_find_lines=lines, cold_requests=stats["total"], cold_routes=routes_str(stats),
+                status_after_find=m.status(), cpu_after_find=m.cpu_seconds())
         log("prefetch on, run %d: mounted in %.2f s; cold find %s, %d lines, %d requests (%s); daemon CPU %.2f s"
             % (i + 1, m.mount_seconds, fmt_s(dt), lines, stats["total"], routes_str(stats), P["cpu_after_find"][-1]))
         log("    status after find: " + m.status())
         if not m.wait_filled(300):
             log("    background fill still running after 300 s")
         stats = fake.stats()
-        P["fill_requests"].append(stats["total"])
-        P["fill_routes"].append(routes_str(stats))
-        P["fill_status"].append(m.status())
-        P["cpu_after_fill"].append(m.cpu_seconds())
+        add_run(P, fill_requests=stats["total"], fill_routes=routes_str(stats), fill_status=m.status(),
+                cpu_after_fill=m.cpu_seconds())
         fields = m.status_fields()
-        P.setdefault("breakdown", []).append(listing_breakdown(stats, fields))
-        P["fill_seconds"].append(float(fields.get("fill_seconds", "nan")))
-        P["fill_rate"].append(fields.get("rate", "?"))
+        add_run(P, breakdown=listing_breakdown(stats, fields), fill_seconds=float(fields.get("fill_seconds", "nan")),
+                fill_rate=fields.get("rate", "?"))
         log("    fill done: %s; requests %d (%s); daemon CPU %.2f s"
             % (m.status(), stats["total"], routes_str(stats), P["cpu_after_fill"][-1]))
         if i == 0:
@@ -113,9 +106,7 @@ def bench_standard(args, binary, workdir, results, fake):
         m = Mount(binary, fake, workdir, "prefetch-cold-du-%d" % (i + 1))
         dt, kib = time_du(m.mnt)
         stats = fake.stats()
-        D["cold_du"].append(dt)
-        D["cold_du_kib"].append(kib)
-        D["cold_du_requests"].append(stats["total"])
+        add_run(D, cold_du=dt, cold_du_kib=kib, cold_du_requests=stats["total"])
         log("prefetch on, run %d: cold du -s %s (%d KiB), %d requests (%s)"
             % (i + 1, fmt_s(dt), kib, stats["total"], routes_str(stats)))
         m.release(args.keep_logs)
@@ -127,13 +118,9 @@ def bench_standard(args, binary, workdir, results, fake):
         m = Mount(binary, fake, workdir, "no-prefetch-cold-find-%d" % (i + 1), prefetch=False)
         dt, lines, finished = time_find(m.mnt, workdir, timeout=args.off_timeout)
         stats = fake.stats()
-        O["cold_find"].append(dt)
-        O["finished"].append(finished)
-        O["lines"].append(lines)
-        O["requests"].append(stats["total"])
-        O["routes"].append(routes_str(stats))
         total = T["find_lines"]
-        O.setdefault("extrapolated", []).append(dt if finished else dt * total / max(1, lines))
+        add_run(O, cold_find=dt, finished=finished, lines=lines, requests=stats["total"], routes=routes_str(stats),
+                extrapolated=dt if finished else dt * total / max(1, lines))
         log("prefetch off, run %d: cold find %s%s, %d of %d lines (%.0f entries/s, whole walk about %s), "
             "%d requests (%s)" % (i + 1, "" if finished else "> ", fmt_s(dt), lines, total, lines / dt,
                                   fmt_s(O["extrapolated"][-1]), stats["total"], routes_str(stats)))
@@ -154,25 +141,20 @@ def bench_big(args, binary, workdir, results, fake, page_ms):
         m = Mount(binary, fake, workdir, "big-prefetch-%d" % (i + 1))
         dt, lines, finished = time_find(m.mnt, workdir, timeout=args.big_timeout)
         stats = fake.stats()
-        B["cold_find"].append(dt)
-        B["lines"].append(lines)
-        B["finished"].append(finished)
-        B["cold_requests"].append(stats["total"])
-        B["cold_routes"].append(routes_str(stats))
+        add_run(B, cold_find=dt, lines=lines, finished=finished, cold_requests=stats["total"],
+                cold_routes=routes_str(stats))
         log("big run %d: mounted in %.2f s; cold find %s%s, %d lines, %d requests (%s)"
             % (i + 1, m.mount_seconds, "" if finished else "> ", fmt_s(dt), lines, stats["total"],
                routes_str(stats)))
         log("    status after find: " + m.status())
         m.wait_filled(900)
         stats = fake.stats()
-        B["fill_requests"].append(stats["total"])
-        B["fill_status"].append(m.status())
+        fill_status = m.status()
         fields = m.status_fields()
-        B["tree_entries"].append(int(fields.get("entries", "0") or 0))
-        B.setdefault("cpu_after_fill", []).append(m.cpu_seconds())
-        B.setdefault("breakdown", []).append(listing_breakdown(stats, fields))
-        B.setdefault("fill_seconds", []).append(fields.get("fill_seconds", "?"))
-        B.setdefault("fill_rate", []).append(fields.get("rate", "?"))
+        add_run(B, fill_requests=stats["total"], fill_status=fill_status,
+                tree_entries=int(fields.get("entries", "0") or 0), cpu_after_fill=m.cpu_seconds(),
+                breakdown=listing_breakdown(stats, fields), fill_seconds=fields.get("fill_seconds", "?"),
+                fill_rate=fields.get("rate", "?"))
         if i == 0:
             for _ in range(args.runs):
                 B["warm_find"].append(time_find(m.mnt, workdir)[0])
