@@ -9,10 +9,9 @@
 // the folder's thumbnails, as it does for lookups; opendir likewise. What the kernel may cache
 // (OpenedDirectory) and when a listing counts as current are decided here.
 //
-// Offsets are cookies: "." is followed by 1, ".." by 2, and the child at sorted position i by
-// (child inode << 32) | (i + 3). Resuming after a child finds it again by position or, when the
-// folder changed in between, by its name, so a listing read while the folder changes neither
-// repeats nor skips an entry that did not change.
+// Offsets are cookies (Tree/DirectoryCookie.swift): a listing read while the folder changes
+// neither repeats nor skips an entry that did not change. The tree serves the pieces
+// (LiveTree+Queries.swift).
 //
 // The kernel's readdir cache is made stale by remote changes. Every change of a complete folder's
 // entries bumps the folder's stamp, which its mtime carries in the nanoseconds (Attributes.swift),

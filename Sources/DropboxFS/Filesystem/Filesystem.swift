@@ -1,8 +1,9 @@
 // The filesystem core's facade: what the FUSE adapter calls. Lookups, attributes, folder pieces,
 // open, read, extended attributes and statfs, each a thin step over the parts it owns:
-// - the LiveTree (Tree/LiveTree.swift): the metadata tree it answers from;
-// - the SyncEngine (Sync/SyncEngine.swift): listings, the whole-account fill, the change watcher,
-//   the cursor and progress; the only writer of Dropbox's entries into the tree;
+// - the LiveTree (Tree/LiveTree.swift): the metadata tree it answers from, through its named
+//   queries (Tree/LiveTree+Queries.swift);
+// - the SyncEngine (Sync/SyncEngine.swift): listings, the whole-account fill, the change watcher
+//   and progress; the only writer of Dropbox's entries into the tree;
 // - the FileReader (Reader/) and the exported documents (Reader/Exports.swift): open files' bytes;
 // - the ThumbnailWriter (Thumbnails/): thumbnails for file managers.
 // It knows nothing of FUSE or libcurl: inodes are UInt64, errors are FilesystemError, and the

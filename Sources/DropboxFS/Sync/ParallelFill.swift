@@ -121,14 +121,7 @@ extension SyncEngine {
         let started = options.monotonicNow()
         state.withLock { $0.progress.fillStarting(at: started) }
         Log.info("listing the whole account in the background, up to \(options.fill.parallelism) branches at once")
-        let first: String
-        do {
-            first = try await syncClient.listFolderGetLatestCursor(
-                ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
-        } catch {
-            if !Task.isCancelled { noteFillFailure(error) }
-            return nil
-        }
+        guard let first = await takeFillCursor() else { return nil }
         do throws(FilesystemError) {
             try await listAloneForFill(ref(MetadataTree.rootIndex))
         } catch {
@@ -212,13 +205,8 @@ extension SyncEngine {
             // cursor would cost two requests for nothing.
             start = nil
         } else {
-            do {
-                start = try await syncClient.listFolderGetLatestCursor(
-                    ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
-            } catch {
-                if !Task.isCancelled { noteFillFailure(error) }
-                return nil
-            }
+            guard let taken = await takeFillCursor() else { return nil }
+            start = taken
         }
         let root = ref(MetadataTree.rootIndex)
         // A whole-account listing already running started before `start`: only its own cursor
@@ -237,6 +225,19 @@ extension SyncEngine {
             if Task.isCancelled { return nil }
             Log.warning("applying the changes made during the listing failed (\(error)); the watcher retries")
             return FillResult(cursor: start, needsCatchUp: true)
+        }
+    }
+
+    /// The account's cursor (root, recursive), taken before a fill lists anything: every listing
+    /// after it is a snapshot at least as new. Nil when the request failed (counted as a fill
+    /// failure) or the fill was cancelled.
+    private func takeFillCursor() async -> String? {
+        do {
+            return try await syncClient.listFolderGetLatestCursor(
+                ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
+        } catch {
+            if !Task.isCancelled { noteFillFailure(error) }
+            return nil
         }
     }
 

@@ -2,8 +2,8 @@
 // Folder listings on demand (FolderListing.swift), recursive listings (RecursiveListing.swift), the
 // whole-account fill over parallel branches (ParallelFill.swift), the change watcher and its
 // cursor (ChangeWatcher.swift), and the progress `dropboxfs status` shows (SyncProgress.swift). It
-// is the only writer of Dropbox's entries into the LiveTree; the filesystem facade asks it for a
-// folder's listing (`ensureListed`) and reads the tree itself.
+// is the only writer of Dropbox's entries into the LiveTree (through `LiveTree.change`); the
+// filesystem facade asks it for a folder's listing (`ensureListed`) and asks the tree itself.
 //
 // Locking: `state` guards the engine's bookkeeping (the listings in flight, the recursive listings
 // and their epochs, the change replay, the fill queue, the progress and the background tasks; the
