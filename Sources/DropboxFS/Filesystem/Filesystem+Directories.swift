@@ -7,7 +7,8 @@
 // The adapter asks for a piece on its own thread (`readDirectoryCached`), and from a task
 // (`readDirectory`) when the folder must be listed first or a file manager's first piece waits for
 // the folder's thumbnails, as it does for lookups; opendir likewise. What the kernel may cache
-// (OpenedDirectory) and when a listing counts as current are decided here.
+// (OpenedDirectory) is decided here; when a listing counts as current, by the tree's one rule
+// (LiveTree.isListed).
 //
 // Offsets are cookies (Tree/DirectoryCookie.swift): a listing read while the folder changes
 // neither repeats nor skips an entry that did not change. The tree serves the pieces
