@@ -7,12 +7,12 @@
 // The adapter asks for a piece on its own thread (`readDirectoryCached`), and from a task
 // (`readDirectory`) when the folder must be listed first or a file manager's first piece waits for
 // the folder's thumbnails, as it does for lookups; opendir likewise. What the kernel may cache
-// (OpenedDirectory) and when a listing counts as current are decided here.
+// (OpenedDirectory) is decided here; when a listing counts as current, by the tree's one rule
+// (LiveTree.isListed).
 //
-// Offsets are cookies: "." is followed by 1, ".." by 2, and the child at sorted position i by
-// (child inode << 32) | (i + 3). Resuming after a child finds it again by position or, when the
-// folder changed in between, by its name, so a listing read while the folder changes neither
-// repeats nor skips an entry that did not change.
+// Offsets are cookies (Tree/DirectoryCookie.swift): a listing read while the folder changes
+// neither repeats nor skips an entry that did not change. The tree serves the pieces
+// (LiveTree+Queries.swift).
 //
 // The kernel's readdir cache is made stale by remote changes. Every change of a complete folder's
 // entries bumps the folder's stamp, which its mtime carries in the nanoseconds (Attributes.swift),
@@ -119,13 +119,7 @@ extension Filesystem {
     /// With `expiredIsReady` (the later pieces of a listing) a complete listing past its TTL
     /// counts as ready, so one listing is not relisted halfway.
     func isDirectoryReady(_ inode: UInt64, expiredIsReady: Bool = false) throws(FilesystemError) -> Bool {
-        let index = try Self.index(inode)
-        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> Bool in
-            guard let node = s.tree.node(index) else { throw .stale }
-            guard node.kind == .folder else { throw .notADirectory }
-            if !node.attached { return true }
-            return expiredIsReady ? s.tree.isComplete(index) : tree.isFresh(index, in: s)
-        }
+        try tree.isReady(try Self.index(inode), acceptingExpired: expiredIsReady)
     }
 
     /// True when folder listings expire (no change watcher): the adapter then keeps opendir, the
@@ -136,10 +130,7 @@ extension Filesystem {
     /// the listing it was last handed is the current one. Records the current one as handed out.
     func kernelMayKeepListing(_ inode: UInt64) -> Bool {
         guard let index = try? Self.index(inode) else { return false }
-        return tree.state.withLock { s in
-            guard s.tree.node(index) != nil else { return false }
-            return s.tree.markServed(index, version: s.tree.version(of: index))
-        }
+        return tree.kernelMayKeepListing(index)
     }
 
     /// Offers the entries of a listed folder after offset `cookie` (0: from the start) to `add`
@@ -151,82 +142,8 @@ extension Filesystem {
         _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
         add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
     ) throws(FilesystemError) {
-        let index = try Self.index(inode)
-        try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) in
-            guard let node = s.tree.node(index) else { throw .stale }
-            guard node.kind == .folder else { throw .notADirectory }
-            let ownership = options.ownership
-            let children = s.tree.children(of: index)
-            var position: Int
-            switch DirectoryCookie.resume(after: cookie, in: children, tree: s.tree, folder: index) {
-            case .dot(let dot):
-                for which in dot..<2 {
-                    let target = which == 0 ? index : node.parent
-                    let entry = DirectoryEntry(
-                        name: which == 0 ? "." : "..", attributes: s.tree.attributes(of: target, ownership: ownership))
-                    guard add(entry, UInt64(which + 1)) else { return }
-                }
-                position = 0
-            case .child(let at):
-                position = at
-            }
-            while position < children.count {
-                let child = children[position]
-                let lean = leanFiles && s.tree.nodes[Int(child)].kind != .folder
-                let entry = DirectoryEntry(
-                    name: s.tree.nodes[Int(child)].name, attributes: s.tree.attributes(of: child, ownership: ownership),
-                    lean: lean)
-                guard add(entry, DirectoryCookie.after(child: child, position: position)) else { return }
-                if countingLookups && !lean { s.tree.addLookup(child) }
-                position += 1
-            }
-        }
-    }
-}
-
-/// The offsets handed to the kernel with each folder entry (see the file comment).
-enum DirectoryCookie {
-    enum Resume: Equatable {
-        /// Continue with "." (0) or ".." (1).
-        case dot(Int)
-        /// Continue with the child at this sorted position.
-        case child(Int)
-    }
-
-    static func after(child: UInt32, position: Int) -> UInt64 {
-        (UInt64(child & 0x7fff_ffff) << 32) | UInt64(position + 3)
-    }
-
-    /// Where a listing continues after the entry whose cookie is `cookie`.
-    static func resume(after cookie: UInt64, in children: [UInt32], tree: MetadataTree, folder: UInt32) -> Resume {
-        let low = cookie & 0xffff_ffff
-        if low < 2 { return .dot(Int(low)) }
-        if low == 2 { return .child(0) }
-        let last = Int(min(low - 3, UInt64(children.count)))
-        let child = UInt32(truncatingIfNeeded: cookie >> 32)
-        // The common case: the folder did not change since the previous piece.
-        if last < children.count && children[last] & 0x7fff_ffff == child { return .child(last + 1) }
-        // The folder changed: continue after the entry's name. A removed entry the kernel still
-        // holds keeps its name; one already released is assumed to be the one removed, so the
-        // entry now at its position is the next one.
-        guard child > MetadataTree.rootIndex, Int(child) < tree.nodes.count else { return .child(last) }
-        let node = tree.nodes[Int(child)]
-        guard node.parent == folder, !node.name.isEmpty else { return .child(last) }
-        return .child(firstPosition(after: node.name, in: children, tree: tree))
-    }
-
-    /// The position of the first child whose name sorts after `name` (byte order).
-    static func firstPosition(after name: String, in children: [UInt32], tree: MetadataTree) -> Int {
-        var low = 0
-        var high = children.count
-        while low < high {
-            let middle = (low + high) / 2
-            if precedesUTF8(name, tree.nodes[Int(children[middle])].name) {
-                high = middle
-            } else {
-                low = middle + 1
-            }
-        }
-        return low
+        try tree.readDirectory(
+            try Self.index(inode), from: cookie, countingLookups: countingLookups, leanFiles: leanFiles,
+            ownership: options.ownership, add: add)
     }
 }

@@ -10,14 +10,7 @@ extension Filesystem {
     public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
         let index = try Self.index(inode)
         if index == MetadataTree.rootIndex { return [(Self.statusAttribute, syncStatus())] }
-        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> [(name: String, value: String)] in
-            guard let node = s.tree.node(index) else { throw .stale }
-            var result: [(name: String, value: String)] = []
-            if !node.id.isEmpty { result.append(("user.dropbox.id", node.id)) }
-            if !node.rev.isEmpty { result.append(("user.dropbox.rev", node.rev)) }
-            if let hash = node.contentHash { result.append(("user.dropbox.content_hash", hash.hex)) }
-            return result
-        }
+        return try tree.dropboxAttributes(of: index)
     }
 }
 

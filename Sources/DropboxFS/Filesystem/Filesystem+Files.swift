@@ -25,17 +25,8 @@ extension Filesystem {
     /// The file's current revision; `.notDownloadable` for an export-only document.
     private func pinnedFile(_ inode: UInt64) throws(FilesystemError) -> PinnedFile {
         let index = try Self.index(inode)
-        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> PinnedFile in
-            guard let node = s.tree.node(index) else { throw .stale }
-            switch node.kind {
-            case .folder: throw .isADirectory
-            case .symlink: throw .notSupported
-            case .file: break
-            }
-            // Not an error for the caller to show: open it with `openExport` (below).
-            guard node.isDownloadable else { throw .notDownloadable }
-            return PinnedFile(inode: inode, path: s.tree.path(of: index), rev: node.rev, size: node.size, contentHash: node.contentHash)
-        }
+        let (path, node) = try tree.downloadableFile(index)
+        return PinnedFile(inode: inode, path: path, rev: node.rev, size: node.size, contentHash: node.contentHash)
     }
 
     /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to (or from the
@@ -75,13 +66,7 @@ extension Filesystem {
     /// calls this (from a task) when `openFile` answers `.notDownloadable`.
     public func openExport(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
         let index = try Self.index(inode)
-        let (path, rev, source) = try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> (String, String, String) in
-            guard let node = s.tree.node(index) else { throw .stale }
-            guard node.kind == .file else { throw node.kind == .folder ? .isADirectory : .notSupported }
-            guard !node.isDownloadable else { throw .stale }
-            let path = s.tree.path(of: index)
-            return (path, node.rev, node.id.isEmpty ? path : node.id)
-        }
+        let (path, rev, source) = try tree.exportSource(index)
         let client = self.client
         let reader = self.reader
         let handle = try await exports.open(ExportedDocuments.Key(source: source, rev: rev)) { () async throws(FilesystemError) -> [UInt8] in
@@ -94,12 +79,7 @@ extension Filesystem {
             }
         }
         let size = exports.size(handle) ?? 0
-        var invalidated: [Invalidation] = []
-        tree.state.withLock { s in
-            guard s.tree.node(index)?.rev == rev else { return }
-            if s.tree.noteExportedSize(index, rev: rev, size: size) { invalidated.append(.inode(inode)) }
-        }
-        invalidations.publish(invalidated)
+        tree.noteExportedSize(index, rev: rev, size: size)
         return OpenedFile(handle: handle, pageCache: .bypass)
     }
 }

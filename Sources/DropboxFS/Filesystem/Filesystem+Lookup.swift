@@ -40,50 +40,25 @@ extension Filesystem {
     }
 
     private func lookupStep(_ parent: UInt32, name: String, fold: FoldKey, listed: Bool) throws(FilesystemError) -> CachedLookup {
-        try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> CachedLookup in
-            guard let folder = s.tree.node(parent) else { throw .stale }
-            guard folder.kind == .folder else { throw .notADirectory }
-            // No entry can have a longer name (those are hidden, SEMANTICS.md): ENAMETOOLONG, as
-            // ext4 answers, without listing the folder. The kernel passes FUSE names of up to 1024.
-            guard name.utf8.count <= NodeName.maxBytes else { throw .nameTooLong }
-            let settled = listed || tree.isFresh(parent, in: s)
-            switch s.tree.lookup(parent: parent, name: name, fold: fold) {
-            case .found(let child):
-                s.tree.addLookup(child)
-                return .found(s.tree.attributes(of: child, ownership: options.ownership))
-            case .absent, .unknown:
-                return settled ? .notFound : .needsListing
-            }
-        }
+        try tree.lookup(parent: parent, name: name, fold: fold, listed: listed, ownership: options.ownership)
     }
 
     /// The attributes of a known inode.
     public func attributes(of inode: UInt64) throws(FilesystemError) -> FileAttributes {
         let index = try Self.index(inode)
-        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> FileAttributes in
-            guard s.tree.node(index) != nil else { throw .stale }
-            return s.tree.attributes(of: index, ownership: options.ownership)
-        }
+        return try tree.attributes(of: index, ownership: options.ownership)
     }
 
     /// The kernel released `count` references to `inode`. Once it holds none, it has evicted the
     /// inode with its page cache, so the reader forgets what it kept about it.
     public func forget(_ inode: UInt64, count: UInt64) {
         guard let index = try? Self.index(inode) else { return }
-        let evicted = tree.state.withLock { s -> Bool in
-            s.tree.forget(index, count: count)
-            return (s.tree.node(index)?.lookups ?? 0) == 0
-        }
-        if evicted { reader.forgetInode(inode) }
+        if tree.forget(index, count: count) { reader.forgetInode(inode) }
     }
 
     /// The target of a symlink.
     public func readlink(_ inode: UInt64) throws(FilesystemError) -> String {
         let index = try Self.index(inode)
-        return try tree.state.withLock { (s: inout LiveTree.State) throws(FilesystemError) -> String in
-            guard let node = s.tree.node(index) else { throw .stale }
-            guard node.kind == .symlink, let target = s.tree.symlinkTarget(index) else { throw .notSupported }
-            return target
-        }
+        return try tree.symlinkTarget(index)
     }
 }

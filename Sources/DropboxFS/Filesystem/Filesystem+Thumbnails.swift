@@ -27,17 +27,6 @@ extension Filesystem {
         } catch {
             return nil
         }
-        return tree.state.withLock { s -> [ThumbnailSource]? in
-            guard let node = s.tree.node(index), node.kind == .folder, node.attached else { return nil }
-            let folderPath = s.tree.path(of: index)
-            return s.tree.children(of: index).compactMap { child -> ThumbnailSource? in
-                let file = s.tree.nodes[Int(child)]
-                guard file.kind == .file, file.isDownloadable, ThumbnailNames.isImage(name: file.name, size: file.size)
-                else { return nil }
-                let rev = file.rev
-                guard !rev.isEmpty else { return nil }
-                return ThumbnailSource(path: folderPath + "/" + file.name, rev: rev, mtime: file.mtime, size: file.size)
-            }
-        }
+        return tree.thumbnailSources(folder: index)
     }
 }

@@ -1,8 +1,9 @@
 // The filesystem core's facade: what the FUSE adapter calls. Lookups, attributes, folder pieces,
 // open, read, extended attributes and statfs, each a thin step over the parts it owns:
-// - the LiveTree (Tree/LiveTree.swift): the metadata tree it answers from;
-// - the SyncEngine (Sync/SyncEngine.swift): listings, the whole-account fill, the change watcher,
-//   the cursor and progress; the only writer of Dropbox's entries into the tree;
+// - the LiveTree (Tree/LiveTree.swift): the metadata tree it answers from, through its named
+//   queries (Tree/LiveTree+Queries.swift);
+// - the SyncEngine (Sync/SyncEngine.swift): listings, the whole-account fill, the change watcher
+//   and progress; the only writer of Dropbox's entries into the tree;
 // - the FileReader (Reader/) and the exported documents (Reader/Exports.swift): open files' bytes;
 // - the ThumbnailWriter (Thumbnails/): thumbnails for file managers.
 // It knows nothing of FUSE or libcurl: inodes are UInt64, errors are FilesystemError, and the
@@ -32,6 +33,8 @@ public final class Filesystem: Sendable {
     let tree: LiveTree
     /// Fills the tree and keeps it fresh.
     let sync: SyncEngine
+    /// The tree's invalidation publisher (LiveTree owns it), which the reader and the adapter's
+    /// drops of cached listings share.
     let invalidations: InvalidationPublisher
     /// Open files and their bytes.
     let reader: FileReader
@@ -54,17 +57,17 @@ public final class Filesystem: Sendable {
         let gate = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: true)
         self.client = gate
         self.options = options
-        let invalidations = InvalidationPublisher(repeatAfter: options.invalidationRepeat)
-        self.invalidations = invalidations
         let tree = LiveTree(
-            stored?.tree ?? MetadataTree(folderTime: options.folderTime), store: options.store,
-            listingTTL: options.folderListingTTL, monotonicNow: options.monotonicNow)
+            stored?.tree ?? MetadataTree(folderTime: options.folderTime), store: options.store, cursor: stored?.cursor,
+            listingTTL: options.folderListingTTL, monotonicNow: options.monotonicNow,
+            invalidationRepeat: options.invalidationRepeat)
         self.tree = tree
+        self.invalidations = tree.invalidations
         self.sync = SyncEngine(
             tree: tree, client: gate,
             syncClient: ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false),
-            connectivity: connectivity, options: options, invalidations: invalidations, restoring: stored)
-        let reader = FileReader(client: gate, options: options.reader, invalidations: invalidations)
+            connectivity: connectivity, options: options, restoring: stored)
+        let reader = FileReader(client: gate, options: options.reader, invalidations: tree.invalidations)
         self.reader = reader
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }

@@ -57,10 +57,8 @@ extension SyncEngine {
                 + "tree's (\(check.accountID)): that tree is no longer shown, and this account is listed")
         let store = check.storeFor(account)
         store?.discardTree()
-        var invalidated: [Invalidation] = []
         let now = options.monotonicNow()
-        withBoth { s, t in
-            s.cursor = nil
+        tree.change(with: state) { s, t, invalidated in
             s.restored = false
             s.relistRestored = false
             s.progress.restoredEntries = 0
@@ -69,11 +67,12 @@ extension SyncEngine {
             t.tree.removeChildren(of: MetadataTree.rootIndex, notIn: [], invalidations: &invalidated)
             t.tree.markAllIncomplete()
             t.hiddenPaths = []
-            // The removals are the other account's rows: never written anywhere.
+            t.cursor = nil
+            // The removals are the other account's rows: never written anywhere (so `change`
+            // has none to hand to the new store).
             _ = t.tree.takeChangedRecords()
             if store == nil { t.tree.changedIndices = nil }  // nothing stored: record nothing
             t.store = store
         }
-        invalidations.publish(invalidated)
     }
 }

@@ -64,7 +64,7 @@ extension SyncEngine {
         if options.accountConfirmation != nil, state.withLock({ $0.restored }) {
             guard await confirmAccountFirst() else { return }
         }
-        let stored = state.withLock { s in s.restored ? s.cursor : nil }
+        let stored = state.withLock { s in s.restored } ? tree.cursor : nil
         // A restored tree catches up from its cursor first; a restored tree without one (its
         // refill was cut short) is served while it is listed again.
         var catchUp = stored != nil
@@ -126,7 +126,7 @@ extension SyncEngine {
                     markCurrent()
                     // Nothing changed up to now: the stored tree is as of now (its `synced_at`,
                     // which an offline mount shows as `stored_as_of` and picks its tree by).
-                    tree.state.withLock { t in tree.persist(in: &t, cursor: .set(current)) }
+                    tree.change(cursor: .set(current)) { _, _ in }
                 }
                 failures = 0
                 if let backoff = poll.backoff { await pause(seconds: Double(backoff)) }
@@ -183,7 +183,6 @@ extension SyncEngine {
         do {
             let cursor = try await syncClient.listFolderGetLatestCursor(
                 ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
-            state.withLock { $0.cursor = cursor }
             markCurrent()
             caughtUp.fire()
             return (cursor, false)
@@ -204,26 +203,21 @@ extension SyncEngine {
             applyPage(page.entries, as: .changes, cursor: page.cursor)
             cursor = page.cursor
             if !page.hasMore {
-                withBoth { s, t in reportUnconfirmedFolders(madeBy: 0, in: &s, &t) }
+                tree.change(with: state) { s, t, _ in reportUnconfirmedFolders(madeBy: 0, in: &s, &t) }
                 return cursor
             }
         }
     }
 
     private func recoverFromReset() async -> (String?, Bool) {
-        withBoth { s, t in
-            s.cursor = nil
-            tree.persist(in: &t, cursor: .clear)
-        }
+        tree.change(cursor: .clear) { _, _ in }
         if options.prefetch { return await establishCursor() }
-        var invalidated: [Invalidation] = []
-        tree.state.withLock { t in
+        tree.change { t, invalidated in
             t.tree.markAllIncomplete()
             for index in t.tree.nodes.indices where t.tree.nodes[index].attached && t.tree.nodes[index].kind == .folder {
                 invalidated.append(.inode(UInt64(index)))
             }
         }
-        invalidations.publish(invalidated)
         return await establishCursor()
     }
 

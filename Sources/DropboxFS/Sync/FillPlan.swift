@@ -99,23 +99,17 @@ extension SyncEngine {
                 branches, total: total, parallelism: options.fill.parallelism, minimum: minimum,
                 pageLimit: Int(options.pageLimit), room: &room)
             if chosen.isEmpty { break }
-            let described = tree.state.withLock { t in
-                branches.filter { chosen.contains($0.folder) }.map { branch in
-                    let path = Log.quoted(t.tree.path(of: branch.folder))
-                    return "\(path) (\(branch.entries) entries, \(branch.subfolders) subfolders)"
-                }.joined(separator: ", ")
-            }
+            let described = branches.filter { chosen.contains($0.folder) }.map { branch in
+                let path = Log.quoted(tree.path(of: branch.folder))
+                return "\(path) (\(branch.entries) entries, \(branch.subfolders) subfolders)"
+            }.joined(separator: ", ")
             Log.info("planning from the tree's sizes (\(total) entries): splitting \(described)")
             listedAlone += chosen.count
             let listed = await listAloneForPlan(chosen.compactMap { refs[$0] })
             // The parts of each split folder, from its fresh listing.
-            let parts = tree.state.withLock { t in
-                Dictionary(uniqueKeysWithValues: listed.compactMap { folder -> (UInt32, [UInt32])? in
-                    guard let index = t.tree.folder(folder) else { return nil }
-                    let subfolders = t.tree.subfolders(of: index)
-                    for part in subfolders { refs[part] = t.tree.ref(part) }
-                    return (index, subfolders)
-                })
+            let parts = tree.subfolders(ofEach: listed).mapValues { subfolders in
+                for part in subfolders { refs[part.index] = part }
+                return subfolders.map(\.index)
             }
             branches = branches.flatMap { branch -> [SizedBranch] in
                 guard chosen.contains(branch.folder) else { return [branch] }
@@ -158,10 +152,7 @@ extension SyncEngine {
 
     /// The sizes of one branch, counted under the tree's lock (held for this branch only).
     private func sized(_ folder: UInt32) -> SizedBranch {
-        tree.state.withLock { t in
-            let counts = t.tree.subtreeCounts(of: folder)
-            return SizedBranch(
-                folder: folder, entries: counts.entries, subfolders: counts.subfolders, children: counts.children)
-        }
+        let counts = tree.subtreeCounts(of: folder)
+        return SizedBranch(folder: folder, entries: counts.entries, subfolders: counts.subfolders, children: counts.children)
     }
 }

@@ -22,15 +22,15 @@ extension SyncEngine {
         // those too, within the same time.
         let deadline = options.monotonicNow() + options.prefetchWait
         // The folder as it is now: every step after a wait checks it is still the same one.
-        let ref = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> FolderRef in
-            guard t.tree.node(folder) != nil else { throw .stale }
-            return t.tree.ref(folder)
-        }
+        let ref = try tree.existingRef(folder)
         while waitForFill {
             let covering = try state.withLock { (s: inout State) throws(FilesystemError) -> RecursiveListing? in
-                let wanted = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> Bool in
-                    guard let node = t.tree.node(folder), node.generation == ref.generation else { throw .stale }
-                    return node.kind == .folder && node.attached && !tree.isFresh(folder, in: t)
+                // Not a folder: the listing step below says so.
+                let wanted: Bool
+                do throws(FilesystemError) {
+                    wanted = try tree.needsListing(ref)
+                } catch .notADirectory {
+                    wanted = false
                 }
                 guard wanted else { return nil }
                 let covering = recursiveListingToWaitFor(folder, in: &s)
@@ -43,13 +43,8 @@ extension SyncEngine {
         while true {
             if Task.isCancelled { throw .interrupted }
             let listing = try state.withLock { (s: inout State) throws(FilesystemError) -> SharedWork<Void>? in
-                let wanted = try tree.state.withLock { (t: inout LiveTree.State) throws(FilesystemError) -> Bool in
-                    guard let node = t.tree.node(folder), node.generation == ref.generation else { throw .stale }
-                    guard node.kind == .folder else { throw .notADirectory }
-                    // A deleted folder lists as empty.
-                    return node.attached && !tree.isFresh(folder, in: t)
-                }
-                guard wanted else { return nil }
+                // A deleted folder lists as empty (LiveTree.isListed).
+                guard try tree.needsListing(ref) else { return nil }
                 // A listing its waiters all left was cancelled: this request lists the folder again.
                 if let running = s.listings[ref], !running.isAbandoned { return running }
                 return startFolderListing(ref, in: &s)
@@ -58,10 +53,7 @@ extension SyncEngine {
             guard try await listing.value() != nil else { continue }  // abandoned: list it again
             // The folder is complete now, unless a newer listing took this one's place (the
             // fill's, after its cursor) and is still running: the loop waits for that one.
-            let complete = tree.state.withLock { t in
-                t.tree.folder(ref).map { t.tree.isComplete($0) } ?? true
-            }
-            if complete { return }
+            if tree.holdsListing(ref) { return }
         }
     }
 
@@ -70,7 +62,7 @@ extension SyncEngine {
     /// whole-account fill lists its folders alone without sharing (listAloneForFill), so no
     /// request ever waits on a listing running at the fill's lower priority.
     func startFolderListing(_ folder: FolderRef, in s: inout State) -> SharedWork<Void> {
-        let path = tree.state.withLock { t in t.tree.listingPath(of: folder.index) }
+        let path = tree.listingPath(of: folder.index)
         let snapshot = s.takeSnapshotSequence()
         let ticket = s.changeReplay.begin()
         let listing = SharedWork<Void> { listing in
@@ -95,9 +87,7 @@ extension SyncEngine {
             }
         }
         let entries = try await fetchFolderEntries(folder, path: path)
-        var invalidated: [Invalidation] = []
-        defer { invalidations.publish(invalidated) }
-        withBoth { s, t in
+        tree.change(with: state) { s, t, invalidated in
             // The fill took this listing out of the map (listAloneForFill): not applied.
             guard s.listings[folder] === listing else { return }
             applyFolderListing(
@@ -124,12 +114,10 @@ extension SyncEngine {
             return entries
         } catch where FilesystemError.folderGone(error) {
             // The folder is gone on Dropbox: drop it from the tree.
-            var invalidated: [Invalidation] = []
-            tree.state.withLock { t in
+            tree.change { t, invalidated in
                 guard let index = t.tree.folder(folder), index != MetadataTree.rootIndex else { return }
                 t.tree.remove(index, invalidations: &invalidated)
             }
-            invalidations.publish(invalidated)
             throw .notFound
         } catch {
             let failure = FilesystemError(error)
@@ -142,8 +130,8 @@ extension SyncEngine {
     /// Makes `folder`'s children exactly `entries` (its own listing, of snapshot sequence
     /// `snapshot`) and marks it complete, then applies again the change batches recorded since
     /// `ticket`; nothing when the folder is gone or a newer listing was applied to it
-    /// (docs/SEMANTICS.md, "Listings in flight"). Returns whether it was applied. Call with both
-    /// locks held.
+    /// (docs/SEMANTICS.md, "Listings in flight"). Returns whether it was applied. Call inside
+    /// `tree.change(with: state)`.
     @discardableResult
     func applyFolderListing(
         _ folder: FolderRef, entries: [Metadata], snapshot: UInt32, ticket: UInt64, in s: inout State,

@@ -121,30 +121,21 @@ extension SyncEngine {
         let started = options.monotonicNow()
         state.withLock { $0.progress.fillStarting(at: started) }
         Log.info("listing the whole account in the background, up to \(options.fill.parallelism) branches at once")
-        let first: String
-        do {
-            first = try await syncClient.listFolderGetLatestCursor(
-                ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
-        } catch {
-            if !Task.isCancelled { noteFillFailure(error) }
-            return nil
-        }
+        guard let first = await takeFillCursor() else { return nil }
         do throws(FilesystemError) {
             try await listAloneForFill(ref(MetadataTree.rootIndex))
         } catch {
             if !Task.isCancelled { noteFillFailure(error) }
             return nil
         }
-        let tops = tree.state.withLock { t in
-            t.tree.subfolders(of: MetadataTree.rootIndex).map { t.tree.ref($0) }
-        }
+        let tops = tree.subfolders(of: MetadataTree.rootIndex)
         // The cursor, the root's own listing, and a request's listing of the root at mount.
         let baseOverhead = 3
         var plan: [RecursiveListing]?
         if tops.count <= options.fill.maxListings {
             // A refill plans its branches from the sizes the tree already holds (FillPlan.swift):
             // the budget then counts the pages those sizes need.
-            let estimatedPages = tree.state.withLock { t in t.tree.liveCount } / Int(max(1, options.pageLimit))
+            let estimatedPages = tree.counts.live / Int(max(1, options.pageLimit))
             let room = PlanRoom(
                 listings: options.fill.maxListings - tops.count,
                 requests: fillBudget(pagesApplied: estimatedPages) - baseOverhead - tops.count)
@@ -180,10 +171,8 @@ extension SyncEngine {
         for listing in abandoned { listing.done.fire() }
         guard complete, !Task.isCancelled else { return nil }
         let now = options.monotonicNow()
-        withBoth { s, t in
+        tree.change(with: state, cursor: .filled(first)) { s, _, _ in
             s.progress.fillSeconds = now - started
-            s.cursor = first
-            tree.persist(in: &t, cursor: .filled(first))
         }
         Log.info("background listing done (\(plan.count) branches): \(statusLine())")
         do {
@@ -216,13 +205,8 @@ extension SyncEngine {
             // cursor would cost two requests for nothing.
             start = nil
         } else {
-            do {
-                start = try await syncClient.listFolderGetLatestCursor(
-                    ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
-            } catch {
-                if !Task.isCancelled { noteFillFailure(error) }
-                return nil
-            }
+            guard let taken = await takeFillCursor() else { return nil }
+            start = taken
         }
         let root = ref(MetadataTree.rootIndex)
         // A whole-account listing already running started before `start`: only its own cursor
@@ -241,6 +225,19 @@ extension SyncEngine {
             if Task.isCancelled { return nil }
             Log.warning("applying the changes made during the listing failed (\(error)); the watcher retries")
             return FillResult(cursor: start, needsCatchUp: true)
+        }
+    }
+
+    /// The account's cursor (root, recursive), taken before a fill lists anything: every listing
+    /// after it is a snapshot at least as new. Nil when the request failed (counted as a fill
+    /// failure) or the fill was cancelled.
+    private func takeFillCursor() async -> String? {
+        do {
+            return try await syncClient.listFolderGetLatestCursor(
+                ListFolderArg(path: "", recursive: true, limit: options.pageLimit))
+        } catch {
+            if !Task.isCancelled { noteFillFailure(error) }
+            return nil
         }
     }
 
@@ -286,8 +283,7 @@ extension SyncEngine {
     /// server push a fill past its request target.
     private func runBranch(_ listing: RecursiveListing) async {
         // The branch may have waited in the queue: its folder is checked by its generation.
-        guard let path = tree.state.withLock({ t in t.tree.folder(listing.ref).map { t.tree.listingPath(of: $0) } })
-        else {
+        guard let path = tree.listingPath(of: listing.ref) else {
             // Gone since it was planned (a change removed it): the changes since the cursor settle it.
             state.withLock { s in
                 if s.recursiveListings[listing.ref] === listing { s.recursiveListings[listing.ref] = nil }
@@ -336,18 +332,16 @@ extension SyncEngine {
     /// applied (its waiters list the folder again, FolderListing.swift). The fill's own listing is
     /// not shared: a request never waits behind a listing of the fill that the server holds up.
     func listAloneForFill(_ folder: FolderRef) async throws(FilesystemError) {
-        let (path, snapshot, ticket) = withBoth { s, t in
+        let (path, snapshot, ticket) = state.withLock { s in
             s.listings[folder] = nil
-            return (t.tree.listingPath(of: folder.index), s.takeSnapshotSequence(), s.changeReplay.begin())
+            return (tree.listingPath(of: folder.index), s.takeSnapshotSequence(), s.changeReplay.begin())
         }
         defer { state.withLock { s in s.changeReplay.end(ticket) } }
         let entries = try await fetchFolderEntries(folder, path: path, forFill: true)
-        var invalidated: [Invalidation] = []
-        withBoth { s, t in
+        tree.change(with: state) { s, t, invalidated in
             applyFolderListing(
                 folder, entries: entries, snapshot: snapshot, ticket: ticket, in: &s, &t, invalidations: &invalidated)
         }
-        invalidations.publish(invalidated)
     }
 }
 
@@ -387,8 +381,8 @@ private final class BranchSplitter {
             let engine = self.engine
             let folder = listing.ref
             let probe = self.probe
-            let (snapshot, ticket, path) = engine.withBoth { s, t in
-                (s.takeSnapshotSequence(), s.changeReplay.begin(), t.tree.listingPath(of: folder.index))
+            let (snapshot, ticket, path) = engine.state.withLock { s in
+                (s.takeSnapshotSequence(), s.changeReplay.begin(), engine.tree.listingPath(of: folder.index))
             }
             let task = Task {
                 do throws(FilesystemError) {
@@ -464,9 +458,7 @@ extension SyncEngine {
     fileprivate func splitBranch(
         _ listing: RecursiveListing, pagesSoFar: Int, folderEntries: [Metadata], snapshot: UInt32, ticket: UInt64
     ) -> Bool {
-        var invalidated: [Invalidation] = []
-        defer { invalidations.publish(invalidated) }
-        return withBoth { s, t in
+        tree.change(with: state) { s, t, invalidated in
             guard var queue = s.fillQueue, let top = t.tree.folder(listing.ref) else { return false }
             let subfolderCount = folderEntries.reduce(0) { count, entry in
                 if case .folder = entry { return count + 1 }

@@ -41,7 +41,7 @@ extension SyncEngine {
     func startRecursiveListing(_ folder: FolderRef, in s: inout State) -> RecursiveListing? {
         if let running = s.recursiveListings[folder] { return running }
         guard let listing = planRecursiveListing(folder, in: &s) else { return nil }
-        let path = tree.state.withLock { t in t.tree.listingPath(of: folder.index) }
+        let path = tree.listingPath(of: folder.index)
         s.listingTasks[folder] = Task { await self.runRecursiveListing(listing, path: path) }
         return listing
     }
@@ -50,8 +50,7 @@ extension SyncEngine {
     /// when one is already registered or `folder` is no folder of the tree. Call with the engine's
     /// lock held (not the tree's).
     func planRecursiveListing(_ folder: FolderRef, in s: inout State) -> RecursiveListing? {
-        let isFolder = tree.state.withLock { t in t.tree.folder(folder) != nil }
-        guard isFolder else { return nil }
+        guard tree.isFolder(folder) else { return nil }
         return registerRecursiveListing(folder, in: &s)
     }
 
@@ -81,20 +80,16 @@ extension SyncEngine {
     /// when the whole-account listing has already run for a while. Call with the lock held.
     func recursiveListingToWaitFor(_ folder: UInt32, in s: inout State) -> RecursiveListing? {
         guard !s.recursiveListings.isEmpty else { return nil }
-        var current = folder
         var covering: RecursiveListing?
-        // The folder's ancestor just below the root: the branch a walk is in.
+        // The folder's ancestor just below the covering listing's folder (just below the root for
+        // the whole-account listing): the branch a walk is in.
         var branch = folder
-        tree.state.withLock { t in
-            while t.tree.node(current)?.attached == true {
-                if let listing = s.recursiveListings[t.tree.ref(current)] {
-                    covering = listing
-                    break
-                }
-                if current == MetadataTree.rootIndex { break }
-                branch = current
-                current = t.tree.nodes[Int(current)].parent
+        for ancestor in tree.attachedAncestry(of: folder) {
+            if let listing = s.recursiveListings[ancestor] {
+                covering = listing
+                break
             }
+            branch = ancestor.index
         }
         guard let covering, covering.top != folder else { return nil }
         let now = options.monotonicNow()
@@ -170,23 +165,17 @@ extension SyncEngine {
                 return !Task.isCancelled
             }
             guard let finalCursor else { return .stopped }  // stopped (split, or unmounting)
-            var invalidated: [Invalidation] = []
             let now = options.monotonicNow()
-            withBoth { s, t in
+            tree.change(with: state, cursor: isWholeAccount ? .filled(finalCursor) : .keep) { s, t, invalidated in
                 guard let top = t.tree.folder(listing.ref) else { return }
                 t.tree.completeSubtree(top, epoch: listing.epoch, at: now, invalidations: &invalidated)
                 reportUnconfirmedFolders(madeBy: listing.epoch, in: &s, &t)
                 replayChanges(since: listing.ticket, in: &s, &t, invalidations: &invalidated)
                 if isWholeAccount {
-                    s.cursor = finalCursor
                     s.progress.fillSeconds = now - listing.startedAt
                     s.progress.phase = options.watchChanges ? .watching : .complete
-                    tree.persist(in: &t, cursor: .filled(finalCursor))
-                } else {
-                    tree.persist(in: &t)
                 }
             }
-            invalidations.publish(invalidated)
             listing.completedCursor.withLock { $0 = finalCursor }
             if isWholeAccount { Log.info("background listing done: \(statusLine())") }
             return .completed

@@ -2,15 +2,16 @@
 // Folder listings on demand (FolderListing.swift), recursive listings (RecursiveListing.swift), the
 // whole-account fill over parallel branches (ParallelFill.swift), the change watcher and its
 // cursor (ChangeWatcher.swift), and the progress `dropboxfs status` shows (SyncProgress.swift). It
-// is the only writer of Dropbox's entries into the LiveTree; the filesystem facade asks it for a
-// folder's listing (`ensureListed`) and reads the tree itself.
+// is the only writer of Dropbox's entries into the LiveTree (through `LiveTree.change`); the
+// filesystem facade asks it for a folder's listing (`ensureListed`) and asks the tree itself.
 //
 // Locking: `state` guards the engine's bookkeeping (the listings in flight, the recursive listings
-// and their epochs, the change replay, the fill queue, the cursor, the progress and the background
-// tasks). A listing's result lands in the tree in the same step as the engine checks that the
-// listing is still the current one, so `state` is held while LiveTree.state is taken: always in
-// that order (the tree's lock is never held while taking the engine's), and neither across an
-// `await` or a network call.
+// and their epochs, the change replay, the fill queue, the progress and the background tasks; the
+// cursor is the tree's, LiveTree.swift). A listing's result lands in the tree in the same step as
+// the engine checks that the listing is still the current one (`tree.change(with: state)`), so
+// `state` is held while LiveTree.state is taken: always in that order (the tree's lock is never
+// held while taking the engine's; the tree's queries may be asked with `state` held), and neither
+// across an `await` or a network call.
 
 import DropboxAPI
 import Synchronization
@@ -32,8 +33,6 @@ final class SyncEngine: Sendable {
         /// epoch, for a recursive listing): a listing that starts later sees a snapshot at least as
         /// new (docs/SEMANTICS.md, "Listings in flight").
         var nextEpoch: UInt32 = 1
-        /// The newest cursor covering the whole account, once known.
-        var cursor: String?
         var progress = SyncProgress()
         /// The change watcher, cancelled by `stop`.
         var backgroundTasks: [Task<Void, Never>] = []
@@ -43,8 +42,8 @@ final class SyncEngine: Sendable {
         var fillQueue: FillQueue?
         /// The tasks of running recursive listings by top folder, cancelled by `stop`.
         var listingTasks: [FolderRef: Task<Void, Never>] = [:]
-        /// The tree came from the store: it is complete, and the watcher catches up from `cursor`
-        /// (or, without one, a refill runs while it is served).
+        /// The tree came from the store: it is complete, and the watcher catches up from its
+        /// cursor (LiveTree.cursor; without one, a refill runs while it is served).
         var restored = false
         /// The restored tree's last full listing is old: list the account again after the catch-up.
         var relistRestored = false
@@ -67,7 +66,6 @@ final class SyncEngine: Sendable {
     let syncClient: any DropboxClient
     let connectivity: Connectivity
     let options: FilesystemOptions
-    let invalidations: InvalidationPublisher
     /// Fired when the tree first matches Dropbox: the whole-account fill completed, or a restored
     /// tree caught up with the changes since its stored cursor.
     let caughtUp = CompletionSignal()
@@ -76,17 +74,15 @@ final class SyncEngine: Sendable {
 
     init(
         tree: LiveTree, client: any DropboxClient, syncClient: any DropboxClient, connectivity: Connectivity,
-        options: FilesystemOptions, invalidations: InvalidationPublisher, restoring stored: StoredTree?
+        options: FilesystemOptions, restoring stored: StoredTree?
     ) {
         self.tree = tree
         self.client = client
         self.syncClient = syncClient
         self.connectivity = connectivity
         self.options = options
-        self.invalidations = invalidations
         var initial = State()
         if let stored {
-            initial.cursor = stored.cursor
             initial.restored = true
             initial.relistRestored = Double(Int64(time(nil)) - stored.filledAt) >= options.relistStoredAfter
             initial.progress.restoredEntries = stored.entryCount
@@ -98,21 +94,13 @@ final class SyncEngine: Sendable {
     }
 
     /// The reference of the folder at `index` as it stands now, to keep across a wait (FolderRef).
-    func ref(_ index: UInt32) -> FolderRef {
-        tree.state.withLock { t in t.tree.ref(index) }
-    }
-
-    /// Runs `body` with both locks held, in their order (see the file comment).
-    func withBoth<R>(_ body: (inout State, inout LiveTree.State) -> R) -> R {
-        state.withLock { s in tree.state.withLock { t in body(&s, &t) } }
-    }
+    func ref(_ index: UInt32) -> FolderRef { tree.ref(index) }
 
     /// Applies one page and returns how many entries it held. A change page comes with its
-    /// `cursor`, which becomes the engine's cursor in the same step (and the same stored batch).
+    /// `cursor`, which becomes the tree's cursor in the same step (and the same stored batch).
     @discardableResult
     func applyPage(_ entries: [Metadata], as kind: PageKind, cursor: String? = nil) -> Int {
-        var invalidated: [Invalidation] = []
-        withBoth { s, t in
+        tree.change(with: state, cursor: cursor.map { .set($0) } ?? .keep) { s, t, invalidated in
             t.apply(entries, as: kind, changeEpoch: s.changeEpoch, invalidations: &invalidated)
             switch kind {
             case .listing:
@@ -122,15 +110,12 @@ final class SyncEngine: Sendable {
                 s.progress.deltaBatches += 1
                 s.changeReplay.record(entries)
             }
-            if let cursor { s.cursor = cursor }
-            tree.persist(in: &t, cursor: cursor.map { .set($0) } ?? .keep)
         }
-        invalidations.publish(invalidated)
         return entries.count
     }
 
     /// Applies again the change batches recorded since `ticket`, after a listing that started then
-    /// (ChangeReplay.swift). Call with both locks held.
+    /// (ChangeReplay.swift). Call inside `tree.change(with: state)`.
     func replayChanges(since ticket: UInt64, in s: inout State, _ t: inout LiveTree.State, invalidations: inout [Invalidation]) {
         for batch in s.changeReplay.batches(since: ticket) {
             t.apply(batch, as: .changes, changeEpoch: s.changeEpoch, invalidations: &invalidations)
@@ -138,7 +123,7 @@ final class SyncEngine: Sendable {
     }
 
     /// Logs the folders made from paths that the listing of `epoch` never confirmed, and counts
-    /// them for the status line. Call with both locks held.
+    /// them for the status line. Call inside `tree.change(with: state)`.
     func reportUnconfirmedFolders(madeBy epoch: UInt32, in s: inout State, _ t: inout LiveTree.State) {
         s.progress.madeFolders += t.reportUnconfirmedFolders(madeBy: epoch)
     }

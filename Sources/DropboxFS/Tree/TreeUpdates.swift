@@ -9,7 +9,7 @@
 // Entries are keyed by the components of their `path_lower` exactly as Dropbox sent them, never by a
 // folding of ours. Used for recursive listings (whole tree or a subtree) and for change batches
 // from the cursor, and for a folder's own listing (`replaceChildren`). The sync engine calls these
-// with LiveTree's lock held (LiveTree.swift).
+// inside `LiveTree.change`, with LiveTree's lock held (LiveTree.swift).
 
 import DropboxAPI
 import Log

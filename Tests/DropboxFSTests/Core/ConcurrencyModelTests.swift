@@ -303,7 +303,7 @@ extension CoreTests {
         /// A random attached folder of the mounted tree; mostly one not completely listed yet (a
         /// complete one is answered without a listing, so it races with nothing).
         static func randomFolder(_ fs: Filesystem, using random: inout SplitMix) -> UInt32 {
-            let (all, unlisted) = fs.tree.state.withLock { t in
+            let (all, unlisted) = fs.tree.read { t in
                 let all = t.tree.nodes.indices.filter { t.tree.nodes[$0].attached && t.tree.nodes[$0].kind == .folder }
                 return (all, all.filter { !t.tree.isComplete(UInt32($0)) })
             }
@@ -344,7 +344,7 @@ extension CoreTests {
                 case 62..<74:
                     let fs = mounted.fs
                     let target = Self.randomFolder(fs, using: &random)
-                    lastListed = fs.tree.state.withLock { t in t.tree.path(of: target) }
+                    lastListed = fs.tree.read { t in t.tree.path(of: target) }
                     users.append(
                         Task {
                             _ = try? await names(fs, UInt64(target))

@@ -138,7 +138,7 @@ extension CoreTests {
             let newIndex = try await {
                 var found: UInt32?
                 try await waitUntil("the watcher applied the changes") {
-                    found = fs.tree.state.withLock { t -> UInt32? in
+                    found = fs.tree.read { t -> UInt32? in
                         guard case .found(let index) = t.tree.lookup(parent: root, key: FoldKey("new")) else { return nil }
                         return index
                     }

@@ -1,0 +1,177 @@
+// What the filesystem facade asks the tree to answer the kernel: lookups, attributes, symlink
+// targets, the kernel's lookup counts, whether a folder is listed enough to serve, pieces of a
+// folder's listing (with their cookies, DirectoryCookie.swift), the Dropbox facts shown as
+// extended attributes, what an open pins, and the image files a thumbnail writer fetches. Each is
+// one short step under the tree's lock (LiveTree.swift); none waits.
+
+import DropboxAPI
+
+extension LiveTree {
+    /// Looks `name` up in folder `parent`; a found entry counts one kernel lookup. `listed`: the
+    /// folder was just listed for this lookup, so a missing name is missing even if the listing
+    /// is not complete (it was taken out, or expired at once).
+    func lookup(
+        parent: UInt32, name: String, fold: FoldKey, listed: Bool, ownership: Ownership
+    ) throws(FilesystemError) -> Filesystem.CachedLookup {
+        try bookkeeping { (t: inout State) throws(FilesystemError) -> Filesystem.CachedLookup in
+            guard let folder = t.tree.node(parent) else { throw .stale }
+            guard folder.kind == .folder else { throw .notADirectory }
+            // No entry can have a longer name (those are hidden, SEMANTICS.md): ENAMETOOLONG, as
+            // ext4 answers, without listing the folder. The kernel passes FUSE names of up to 1024.
+            guard name.utf8.count <= NodeName.maxBytes else { throw .nameTooLong }
+            switch t.tree.lookup(parent: parent, name: name, fold: fold) {
+            case .found(let child):
+                t.tree.addLookup(child)
+                return .found(t.tree.attributes(of: child, ownership: ownership))
+            case .absent, .unknown:
+                return listed || isListed(parent, in: t) ? .notFound : .needsListing
+            }
+        }
+    }
+
+    /// The attributes of a node the kernel knows.
+    func attributes(of index: UInt32, ownership: Ownership) throws(FilesystemError) -> FileAttributes {
+        try read { (t: State) throws(FilesystemError) -> FileAttributes in
+            guard t.tree.node(index) != nil else { throw .stale }
+            return t.tree.attributes(of: index, ownership: ownership)
+        }
+    }
+
+    /// The kernel released `count` references to the node; returns whether it holds none now.
+    func forget(_ index: UInt32, count: UInt64) -> Bool {
+        bookkeeping { t in
+            t.tree.forget(index, count: count)
+            return (t.tree.node(index)?.lookups ?? 0) == 0
+        }
+    }
+
+    /// The target of a symlink.
+    func symlinkTarget(_ index: UInt32) throws(FilesystemError) -> String {
+        try read { (t: State) throws(FilesystemError) -> String in
+            guard let node = t.tree.node(index) else { throw .stale }
+            guard node.kind == .symlink, let target = t.tree.symlinkTarget(index) else { throw .notSupported }
+            return target
+        }
+    }
+
+    /// The Dropbox facts of a node shown as extended attributes, in a stable order.
+    func dropboxAttributes(of index: UInt32) throws(FilesystemError) -> [(name: String, value: String)] {
+        try read { (t: State) throws(FilesystemError) -> [(name: String, value: String)] in
+            guard let node = t.tree.node(index) else { throw .stale }
+            var result: [(name: String, value: String)] = []
+            if !node.id.isEmpty { result.append(("user.dropbox.id", node.id)) }
+            if !node.rev.isEmpty { result.append(("user.dropbox.rev", node.rev)) }
+            if let hash = node.contentHash { result.append(("user.dropbox.content_hash", hash.hex)) }
+            return result
+        }
+    }
+
+    /// The file an open pins, as it stands now: its path and node. `.notDownloadable` for an
+    /// export-only document (opened as an export instead).
+    func downloadableFile(_ index: UInt32) throws(FilesystemError) -> (path: String, node: Node) {
+        try read { (t: State) throws(FilesystemError) -> (path: String, node: Node) in
+            guard let node = t.tree.node(index) else { throw .stale }
+            switch node.kind {
+            case .folder: throw .isADirectory
+            case .symlink: throw .notSupported
+            case .file: break
+            }
+            guard node.isDownloadable else { throw .notDownloadable }
+            return (t.tree.path(of: index), node)
+        }
+    }
+
+    /// An export-only document's path, revision and the source to export it from (its id, or its
+    /// path when it has none).
+    func exportSource(_ index: UInt32) throws(FilesystemError) -> (path: String, rev: String, source: String) {
+        try read { (t: State) throws(FilesystemError) -> (path: String, rev: String, source: String) in
+            guard let node = t.tree.node(index) else { throw .stale }
+            guard node.kind == .file else { throw node.kind == .folder ? .isADirectory : .notSupported }
+            guard !node.isDownloadable else { throw .stale }
+            let path = t.tree.path(of: index)
+            return (path, node.rev, node.id.isEmpty ? path : node.id)
+        }
+    }
+
+    /// Records the size of an export of revision `rev`, which stat shows from then on; the
+    /// kernel's attributes of the node are invalidated when it differs from what they showed.
+    func noteExportedSize(_ index: UInt32, rev: String, size: UInt64) {
+        change { t, invalidated in
+            guard t.tree.node(index)?.rev == rev else { return }
+            if t.tree.noteExportedSize(index, rev: rev, size: size) { invalidated.append(.inode(UInt64(index))) }
+        }
+    }
+
+    /// Whether a folder can be served at once (`isListed`). Throws for a node that is gone or no
+    /// folder.
+    func isReady(_ index: UInt32, acceptingExpired: Bool) throws(FilesystemError) -> Bool {
+        try read { (t: State) throws(FilesystemError) -> Bool in
+            guard let node = t.tree.node(index) else { throw .stale }
+            guard node.kind == .folder else { throw .notADirectory }
+            return isListed(index, in: t, acceptingExpired: acceptingExpired)
+        }
+    }
+
+    /// Whether the listing of the folder last handed to the kernel is the current one; records
+    /// the current one as handed out.
+    func kernelMayKeepListing(_ index: UInt32) -> Bool {
+        bookkeeping { t in
+            guard t.tree.node(index) != nil else { return false }
+            return t.tree.markServed(index, version: t.tree.version(of: index))
+        }
+    }
+
+    /// Offers the entries of a listed folder after offset `cookie` (DirectoryCookie) to `add`
+    /// until it returns false. With `countingLookups` each accepted child entry counts one kernel
+    /// lookup, except files offered lean (`leanFiles`).
+    func readDirectory(
+        _ index: UInt32, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool, ownership: Ownership,
+        add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
+    ) throws(FilesystemError) {
+        try bookkeeping { (t: inout State) throws(FilesystemError) in
+            guard let node = t.tree.node(index) else { throw .stale }
+            guard node.kind == .folder else { throw .notADirectory }
+            let children = t.tree.children(of: index)
+            var position: Int
+            switch DirectoryCookie.resume(after: cookie, in: children, tree: t.tree, folder: index) {
+            case .dot(let dot):
+                for which in dot..<2 {
+                    let target = which == 0 ? index : node.parent
+                    let entry = DirectoryEntry(
+                        name: which == 0 ? "." : "..", attributes: t.tree.attributes(of: target, ownership: ownership))
+                    guard add(entry, UInt64(which + 1)) else { return }
+                }
+                position = 0
+            case .child(let at):
+                position = at
+            }
+            while position < children.count {
+                let child = children[position]
+                let lean = leanFiles && t.tree.nodes[Int(child)].kind != .folder
+                let entry = DirectoryEntry(
+                    name: t.tree.nodes[Int(child)].name, attributes: t.tree.attributes(of: child, ownership: ownership),
+                    lean: lean)
+                guard add(entry, DirectoryCookie.after(child: child, position: position)) else { return }
+                if countingLookups && !lean { t.tree.addLookup(child) }
+                position += 1
+            }
+        }
+    }
+
+    /// The files of a listed folder Dropbox can make thumbnails of, in name order; nil when the
+    /// folder is gone.
+    func thumbnailSources(folder index: UInt32) -> [ThumbnailSource]? {
+        bookkeeping { t -> [ThumbnailSource]? in
+            guard let node = t.tree.node(index), node.kind == .folder, node.attached else { return nil }
+            let folderPath = t.tree.path(of: index)
+            return t.tree.children(of: index).compactMap { child -> ThumbnailSource? in
+                let file = t.tree.nodes[Int(child)]
+                guard file.kind == .file, file.isDownloadable, ThumbnailNames.isImage(name: file.name, size: file.size)
+                else { return nil }
+                let rev = file.rev
+                guard !rev.isEmpty else { return nil }
+                return ThumbnailSource(path: folderPath + "/" + file.name, rev: rev, mtime: file.mtime, size: file.size)
+            }
+        }
+    }
+}
