@@ -3,7 +3,7 @@
 // are shared by every read that needs their bytes, also reads of other files with the same
 // content: such a download names the revision of the handle that started it, and when that
 // revision is gone, reads of the other files fetch the bytes again under their own
-// (FileReader.awaitDownload). Every byte held or in flight counts in one memory cap
+// (FileReader.awaitDownloads). Every byte held or in flight counts in one memory cap
 // (ReaderState.reserve); a read's demanded bytes go over it, a prefetch stops at it, and buffers are
 // dropped in EvictionOrder to make room.
 //
@@ -17,7 +17,7 @@ import Log
 typealias FetchTask = SharedWork<Void>
 
 /// A download a read waits for, and the revision it names: files with the same content share
-/// downloads, so it may be another file's (FileReader.awaitDownload).
+/// downloads, so it may be another file's (FileReader.awaitDownloads).
 struct PendingFetch: Sendable {
     let task: FetchTask
     let rev: String
@@ -190,14 +190,16 @@ extension FileReader {
         return (tasks, nil)
     }
 
-    /// Waits for a download a read of `file` needs. One named another file with the same content,
-    /// whose revision is gone (ESTALE), says nothing of `file`'s revision: it ends without bytes,
-    /// and the read finds them missing and fetches them again under its own revision.
-    func awaitDownload(_ wait: PendingFetch, for file: PinnedFile) async throws(FilesystemError) {
-        do throws(FilesystemError) {
-            _ = try await wait.task.value()
-        } catch {
-            guard error == .stale, wait.rev != file.rev else { throw error }
+    /// Waits for the downloads a read of `file` needs, in turn. One named another file with the
+    /// same content, whose revision is gone (ESTALE), says nothing of `file`'s revision: it ends
+    /// without bytes, and the read finds them missing and fetches them again under its own revision.
+    func awaitDownloads(_ waits: [PendingFetch], for file: PinnedFile) async throws(FilesystemError) {
+        for wait in waits {
+            do throws(FilesystemError) {
+                _ = try await wait.task.value()
+            } catch {
+                guard error == .stale, wait.rev != file.rev else { throw error }
+            }
         }
     }
 

@@ -220,7 +220,7 @@ extension FileReader {
                     let end = min(content.size, start + options.partSize)
                     return startFetches(&s, file: file, range: start..<end, demand: true).tasks
                 }
-                for task in tasks { try await awaitDownload(task, for: file) }
+                try await awaitDownloads(tasks, for: file)
             }
         }
     }

@@ -4,7 +4,8 @@
 // on the disk queue as they arrive, and it is committed (given its final name) when every unit is
 // written and the content passed its content_hash check: this file is the only place that decides
 // that and does it (ReaderState.commitIfReady, then FileReader.withState commits after unlock). An
-// entry this process did not write is checked against its content_hash before its first use.
+// open looks the entry up on the disk queue (openDiskEntry), and an entry this process did not
+// write is checked against its content_hash before its first use.
 //
 // Locking: DiskEntry is part of ReaderState, behind FileReader's one Mutex (`FileReader.state`).
 // The disk work (creating, writing, committing, checking an entry) runs outside it: writes and
@@ -35,6 +36,14 @@ struct DiskEntry {
     init(_ state: DiskState) {
         self.state = state
         if case .complete = state { tried = true }
+    }
+
+    /// An entry that exists but cannot be used now (it cannot be opened, or the disk does not
+    /// answer): no second one is written over it.
+    static var unavailable: DiskEntry {
+        var entry = DiskEntry(.none)
+        entry.tried = true
+        return entry
     }
 
     var isComplete: Bool {
@@ -112,6 +121,51 @@ extension ReaderState {
 }
 
 extension FileReader {
+    /// The content's disk entry as an open finds it without waiting for the disk; nil when the
+    /// entry must be opened first (openDiskEntry, from a task). An entry already open is marked
+    /// used on the disk queue.
+    func diskEntryNow(_ file: PinnedFile) -> DiskEntry? {
+        if let diskCache, case .hash(let hash) = file.key, file.size > 0 {
+            let known = state.withLock { s -> (exists: Bool, entry: CacheFile?) in
+                guard let content = s.contents[file.key] else { return (false, nil) }
+                guard case .complete(let entry, _) = content.disk.state else { return (true, nil) }
+                return (true, entry)
+            }
+            if let entry = known.entry {
+                diskCache.markUsed(key: hash.hex, file: entry)
+            } else if !known.exists && diskCache.knows(key: hash.hex) {
+                // A disk that stopped answering is not waited for again: Dropbox serves this open.
+                guard diskStall.isStalled else { return nil }
+                Log.debug("disk cache: the disk is not answering; reading \(file.label) from Dropbox this time")
+                return .unavailable
+            }
+        }
+        return DiskEntry(.none)
+    }
+
+    /// Opens the content's disk cache entry on the disk queue. An interrupted open stops waiting at
+    /// once (`.interrupted`); the entry's open goes on and its file is dropped. A disk that does not
+    /// answer within `diskWait` is not waited for: the handle reads from Dropbox.
+    func openDiskEntry(_ file: PinnedFile) async throws(FilesystemError) -> DiskEntry {
+        guard let diskCache, case .hash(let hash) = file.key else { return DiskEntry(.none) }
+        let found = try await DiskWork.run(on: diskQueue, stall: diskStall, waitingAtMost: Self.diskWait) {
+            diskCache.entry(key: hash.hex, size: file.size)
+        }
+        guard let lookup = found else {
+            Log.warning("disk cache: the disk did not answer within \(Self.diskWait) s; reading \(file.label) from Dropbox this time")
+            return .unavailable
+        }
+        switch lookup {
+        case .hit(let entry, let checked):
+            return DiskEntry(.complete(entry, checked: checked))
+        case .miss:
+            return DiskEntry(.none)
+        case .unavailable(let error):
+            Log.warning("disk cache: \(error); reading \(file.label) from Dropbox this time")
+            return .unavailable
+        }
+    }
+
     /// Gives verified, completely written disk entries their final name (ReaderState.commitIfReady).
     func commit(_ entries: [(key: ContentKey, partial: DiskCache.Partial)]) {
         for (key, partial) in entries {

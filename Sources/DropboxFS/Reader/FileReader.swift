@@ -74,60 +74,25 @@ final class FileReader: Sendable {
     // MARK: open and release
 
     /// Opens a handle without waiting for the disk: nil when the content's disk cache entry must be
-    /// opened first (`open`, from a task). An entry already open is marked used on the disk queue.
+    /// opened first (`open`, from a task).
     func openNow(_ file: PinnedFile) -> OpenedFile? {
-        if let diskCache, case .hash(let hash) = file.key, file.size > 0 {
-            let known = state.withLock { s -> (exists: Bool, entry: CacheFile?) in
-                guard let content = s.contents[file.key] else { return (false, nil) }
-                guard case .complete(let entry, _) = content.disk.state else { return (true, nil) }
-                return (true, entry)
-            }
-            if let entry = known.entry {
-                diskCache.markUsed(key: hash.hex, file: entry)
-            } else if !known.exists && diskCache.knows(key: hash.hex) {
-                // A disk that stopped answering is not waited for again: Dropbox serves this open.
-                guard diskStall.isStalled else { return nil }
-                Log.debug("disk cache: the disk is not answering; reading \(file.label) from Dropbox this time")
-                return install(file, disk: .none, entryUnavailable: true)
-            }
-        }
-        return install(file, disk: .none, entryUnavailable: false)
+        guard let disk = diskEntryNow(file) else { return nil }
+        return install(file, disk: disk)
     }
 
-    /// Opens a handle, opening the content's disk cache entry on the disk queue when one is known.
-    /// An interrupted open stops waiting at once (`.interrupted`); the entry's open goes on and
-    /// its file is dropped. A disk that does not answer within `diskWait` is not waited for: the
-    /// handle reads from Dropbox.
+    /// Opens a handle, opening the content's disk cache entry on the disk queue when one is known
+    /// (openDiskEntry). An interrupted open stops waiting at once (`.interrupted`).
     func open(_ file: PinnedFile) async throws(FilesystemError) -> OpenedFile {
         if let opened = openNow(file) { return opened }
-        guard let diskCache, case .hash(let hash) = file.key else { return install(file, disk: .none, entryUnavailable: false) }
-        let found = try await DiskWork.run(on: diskQueue, stall: diskStall, waitingAtMost: Self.diskWait) {
-            diskCache.entry(key: hash.hex, size: file.size)
-        }
-        guard let lookup = found else {
-            Log.warning("disk cache: the disk did not answer within \(Self.diskWait) s; reading \(file.label) from Dropbox this time")
-            return install(file, disk: .none, entryUnavailable: true)
-        }
-        switch lookup {
-        case .hit(let entry, let checked):
-            return install(file, disk: .complete(entry, checked: checked), entryUnavailable: false)
-        case .miss:
-            return install(file, disk: .none, entryUnavailable: false)
-        case .unavailable(let error):
-            Log.warning("disk cache: \(error); reading \(file.label) from Dropbox this time")
-            // The entry exists but cannot be opened now: no second one is written over it.
-            return install(file, disk: .none, entryUnavailable: true)
-        }
+        return install(file, disk: try await openDiskEntry(file))
     }
 
     /// Registers a handle on `file`; `disk` is used only when no other handle holds the content.
-    private func install(_ file: PinnedFile, disk: DiskState, entryUnavailable: Bool) -> OpenedFile {
+    private func install(_ file: PinnedFile, disk: DiskEntry) -> OpenedFile {
         let key = file.key
         return withState { s in
             if s.contents[key] == nil {
-                var content = ContentState(file: file, unitSize: options.unitSize, disk: disk)
-                if entryUnavailable { content.disk.tried = true }
-                s.contents[key] = content
+                s.contents[key] = ContentState(file: file, unitSize: options.unitSize, disk: disk)
             }
             s.contents[key]?.handles += 1
             s.contents[key]?.inodes.insert(file.inode)
@@ -282,7 +247,7 @@ final class FileReader: Sendable {
         var attempt = plan.attempt
         for _ in 0..<5 {
             // A download abandoned by interrupted reads (nil) is missing below and fetched again.
-            for wait in waits { try await awaitDownload(wait, for: plan.file) }
+            try await awaitDownloads(waits, for: plan.file)
             let collected = try withState { (s: inout ReaderState) throws(FilesystemError) -> Collected in
                 guard let content = s.contents[key] else { throw .badHandle }
                 if content.check.verification == .failed { throw .integrity(.contentHashMismatch(file: plan.file.label)) }

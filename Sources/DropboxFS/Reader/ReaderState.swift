@@ -35,13 +35,13 @@ struct ContentState {
     var disk: DiskEntry
     var check: ContentCheck
 
-    init(file: PinnedFile, unitSize: UInt64, disk: DiskState) {
+    init(file: PinnedFile, unitSize: UInt64, disk: DiskEntry) {
         grid = UnitGrid(size: file.size, unitSize: unitSize)
         label = file.label
         buffers = ContentBuffers(grid: grid)
-        self.disk = DiskEntry(disk)
+        self.disk = disk
         var trusted = false
-        if case .complete(_, checked: true) = disk { trusted = true }
+        if case .complete(_, checked: true) = disk.state { trusted = true }
         check = ContentCheck(expected: file.contentHash, trusted: trusted)
     }
 
