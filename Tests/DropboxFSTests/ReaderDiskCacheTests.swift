@@ -83,7 +83,7 @@ private let M = 1 << 20
         try await Task.sleep(for: .milliseconds(200))
         fixture.fs.finishDiskCacheWrites()
         let partials = fixture.fs.reader.state.withLock { s in
-            s.contents.values.filter { if case .partial = $0.disk { return true } else { return false } }.count
+            s.contents.values.filter { if case .partial = $0.disk.state { return true } else { return false } }.count
         }
         #expect(partials == 0, "closed files still hold a disk entry (and its descriptor) open")
         #expect(fixture.fs.reader.diskCache?.usedBytes == 0, "closed, unfinished entries keep their room reserved")

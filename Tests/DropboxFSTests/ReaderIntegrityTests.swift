@@ -54,7 +54,7 @@ private let M = 1 << 20
         #expect(second.failedAt == nil)
         #expect(second.bytes == large.fake.contents(of: "/integrity/once-large.bin"))
         let verification = large.fs.reader.state.withLock { s in
-            s.contents.values.first { $0.label.hasPrefix("/integrity/once-large.bin") }?.verification
+            s.contents.values.first { $0.label.hasPrefix("/integrity/once-large.bin") }?.check.verification
         }
         #expect(verification == .verified)
     }
@@ -137,7 +137,7 @@ private let M = 1 << 20
         }
         #expect(bytes == fixture.fake.contents(of: "/integrity/good.bin"))
         let verification = fixture.fs.reader.state.withLock { s in
-            s.contents.values.first { $0.label.hasPrefix("/integrity/good.bin") }?.verification
+            s.contents.values.first { $0.label.hasPrefix("/integrity/good.bin") }?.check.verification
         }
         #expect(verification == .verified)
     }
@@ -179,7 +179,7 @@ private let M = 1 << 20
     static func memory(_ fs: Filesystem) -> (used: UInt64, held: UInt64) {
         fs.reader.state.withLock { s in
             let held = s.contents.values.reduce(UInt64(0)) { sum, content in
-                sum + content.segments.values.reduce(UInt64(0)) { $0 + ($1.range.upperBound - $1.range.lowerBound) }
+                sum + content.buffers.segments.values.reduce(UInt64(0)) { $0 + ($1.range.upperBound - $1.range.lowerBound) }
             }
             return (s.memoryUsed, held)
         }
@@ -217,7 +217,7 @@ private let M = 1 << 20
             _ = try await fs.read(handle: a.handle, offset: UInt64(offset), size: 128 * K)
             offset += 128 * K
         }
-        let unit0Gone = fs.reader.state.withLock { s in s.contents.values.first?.owners[0] == nil }
+        let unit0Gone = fs.reader.state.withLock { s in s.contents.values.first?.buffers.owners[0] == nil }
         try #require(unit0Gone)
         // B reads the start again: its download of unit 0 is held in flight.
         held.close(at: 0)
@@ -230,7 +230,7 @@ private let M = 1 << 20
             } catch { break }
             offset += 128 * K
         }
-        let attempt = fs.reader.state.withLock { s in s.contents.values.first?.attempt }
+        let attempt = fs.reader.state.withLock { s in s.contents.values.first?.check.attempt }
         try #require(attempt == 1)
         held.open()
         let outcome = await readB.result

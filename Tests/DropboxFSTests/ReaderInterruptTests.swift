@@ -17,7 +17,7 @@ private let M = 1 << 20
     static func waitingReads(_ fixture: ReaderFixture) -> Int {
         fixture.fs.reader.state.withLock { s in
             s.contents.values.reduce(0) { sum, content in
-                sum + content.segments.values.reduce(0) { $0 + ($1.fetch?.waiterCount ?? 0) }
+                sum + content.buffers.segments.values.reduce(0) { $0 + ($1.fetch?.waiterCount ?? 0) }
             }
         }
     }
@@ -138,7 +138,7 @@ private let M = 1 << 20
 
         hold.value = false
         try await CoreTests.waitUntil("the check nobody waits for to stop") {
-            fixture.fs.reader.state.withLock { $0.contents.values.allSatisfy { $0.diskCheck == nil } }
+            fixture.fs.reader.state.withLock { $0.contents.values.allSatisfy { $0.disk.check == nil } }
         }
         #expect(pauses.value == 1, "the cancelled check went on to its next piece")
         let bytes = try await fixture.fs.read(handle: opened.handle, offset: 0, size: 128 << 10)

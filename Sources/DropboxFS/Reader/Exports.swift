@@ -20,7 +20,8 @@
 // Locking: `state` guards the exports, their claims and the handles; `graveyard` the spill files
 // waiting to be closed off the caller's thread. Neither is held across an await,
 // nor while the reader's lock is taken (reservations are made and returned outside it). A
-// `SharedWork` is created under it (its own lock is a leaf).
+// `SharedWork` is created under it (its own lock is a leaf). What the exports use of the reader
+// (its memory cap, its warnings per inode) is at the end, under the reader's lock.
 
 import Dispatch
 import DropboxAPI
@@ -318,5 +319,26 @@ final class ExportedDocuments: Sendable {
             }
             return counts
         }
+    }
+}
+
+extension FileReader {
+    /// Counts `bytes` held outside the read buffers (an export kept in memory) in the memory cap,
+    /// dropping buffers to make room. Without `demand` it fails when the room cannot be made; with
+    /// it, it counts the bytes even above the cap.
+    func reserveOutsideBuffers(_ bytes: UInt64, demand: Bool) -> Bool {
+        state.withLock { $0.reserve(bytes, limit: options.memoryLimit, demand: demand) }
+    }
+
+    /// Gives back what `reserveOutsideBuffers` counted.
+    func releaseOutsideBuffers(_ bytes: UInt64) {
+        state.withLock { $0.memoryUsed -= bytes }
+    }
+
+    /// Logs, once per inode while the kernel holds it, that an export-only document could not be
+    /// exported.
+    func warnNotExported(inode: UInt64, path: String, because error: DropboxError) {
+        guard state.withLock({ $0.warnedNotDownloadable.insert(inode).inserted }) else { return }
+        Log.warning("\(path): Dropbox could not export this document (\(error)); opening it fails")
     }
 }

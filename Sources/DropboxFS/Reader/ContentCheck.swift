@@ -1,15 +1,69 @@
-// The content_hash check of downloaded bytes. Dropbox publishes one hash per file (a hash of its
-// 4 MiB block hashes) and no per-block hashes, so only a whole file can be checked. As parts arrive,
-// the bytes from the start are fed to the content's verifier in file order (from buffers, or from
-// the disk entry being written when a buffer was evicted); when the last byte is fed the file is
-// verified or failed. Bytes damaged on the way are not the file's fault: the first mismatch makes
-// the whole file be downloaded once more (ContentState.startOver, one warning); a second mismatch
-// fails it, and it answers EIO to every read and logs one error. A verified file is committed to
-// the disk cache. Reads that must not be answered before the check
-// (ContentState.mustVerify) wait for it here.
+// A content's content_hash check. Dropbox publishes one hash per file (a hash of its 4 MiB block
+// hashes) and no per-block hashes, so only a whole file can be checked. As parts arrive, the bytes
+// from the start are fed to the content's verifier in file order (from buffers, or from the disk
+// entry being written when a buffer was evicted); when the last byte is fed the file is verified or
+// failed. Bytes damaged on the way are not the file's fault: the first mismatch makes the whole file
+// be downloaded once more (ContentState.startOver, one warning); a second mismatch fails it, and it
+// answers EIO to every read and logs one error. A verified file's disk entry is committed
+// (DiskEntry.swift). Reads that must not be answered before the check (ContentState.mustVerify)
+// wait for it here.
+//
+// Locking: ContentCheck is part of ReaderState, behind FileReader's one Mutex (`FileReader.state`).
+// Hashing runs outside it, by one task at a time (the `hashing` flag); the others wait in
+// `waiters`, resumed once the lock is released. ContentVerifier (the running hash, fed in file
+// order as bytes arrive) has a lock of its own, `hasher`: only the task holding the `hashing` flag
+// feeds it, so that lock is never contended; it is there to make the non-Sendable hasher shareable.
 
 import DropboxAPI
 import Log
+import Synchronization
+
+enum Verification: Equatable {
+    /// No content_hash: nothing to check.
+    case unverifiable
+    case pending
+    case verified
+    case failed
+}
+
+/// The content_hash check of one content.
+struct ContentCheck {
+    let expected: ContentHash?
+    var verification: Verification
+    var verifier: ContentVerifier?
+    /// Bumped when a mismatch made the whole file be downloaded again (once: startOver); a read
+    /// planned under an older attempt holds bytes of the damaged download.
+    var attempt = 0
+    /// Bytes from the start already fed to the verifier.
+    var hashedUpTo: UInt64 = 0
+    /// A task is feeding the verifier; others wait in `waiters`.
+    var hashing = false
+    var waiters: [CheckedContinuation<Void, Never>] = []
+
+    /// `trusted`: the bytes come from a disk entry already checked in this process.
+    init(expected: ContentHash?, trusted: Bool) {
+        self.expected = expected
+        verifier = expected.map { ContentVerifier(expected: $0) }
+        verification = expected == nil ? .unverifiable : trusted ? .verified : .pending
+    }
+
+    /// Starts the check again from the first byte, for a new download of the whole file.
+    mutating func restart() {
+        hashedUpTo = 0
+        verifier = expected.map { ContentVerifier(expected: $0) }
+        verification = verifier == nil ? .unverifiable : .pending
+        attempt += 1
+    }
+
+    /// Whether the content's bytes may be trusted as Dropbox's (checked, or nothing to check).
+    var isTrusted: Bool { verification == .verified || verification == .unverifiable }
+
+    /// The error of a pass's read reaching the end after the pass served bytes of a download since
+    /// found damaged (ContentState.passServedDamagedBytes).
+    static func damagedPass(_ label: String) -> FilesystemError {
+        .integrity(.damagedPass(file: label))
+    }
+}
 
 extension FileReader {
     private enum HashStep: Sendable {
@@ -22,11 +76,11 @@ extension FileReader {
     /// out, or another task is already feeding it.
     func pumpVerification(_ key: ContentKey) {
         let claim = withState { s -> (verifier: ContentVerifier, position: UInt64)? in
-            guard let content = s.contents[key], content.verification == .pending, !content.hashing,
-                let verifier = content.verifier
+            guard let check = s.contents[key]?.check, check.verification == .pending, !check.hashing,
+                let verifier = check.verifier
             else { return nil }
-            s.contents[key]?.hashing = true
-            return (verifier, content.hashedUpTo)
+            s.contents[key]?.check.hashing = true
+            return (verifier, check.hashedUpTo)
         }
         guard let claim else { return }
         var position = claim.position
@@ -35,8 +89,8 @@ extension FileReader {
                 // The content may have been dropped (closed, its buffers evicted) while a part
                 // was read from disk, and opened again as a new one with a verifier of its own:
                 // this hasher must not touch that one.
-                guard let content = s.contents[key], content.verifier === claim.verifier else { return .stop([]) }
-                s.contents[key]?.hashedUpTo = position
+                guard let content = s.contents[key], content.check.verifier === claim.verifier else { return .stop([]) }
+                s.contents[key]?.check.hashedUpTo = position
                 if position == content.size { return .finish }
                 if let source = content.hashSource(at: position, maxLength: options.partSize) { return .feed(source) }
                 return .stop(s.releaseHashing(key))
@@ -53,7 +107,7 @@ extension FileReader {
                 case .failure(let error):
                     Log.warning("disk cache: \(error)")
                     let waiters = withState { s -> [CheckedContinuation<Void, Never>] in
-                        guard s.contents[key]?.verifier === claim.verifier else { return [] }
+                        guard s.contents[key]?.check.verifier === claim.verifier else { return [] }
                         s.giveUpDisk(key)
                         return s.releaseHashing(key)
                     }
@@ -70,33 +124,33 @@ extension FileReader {
         }
     }
 
-    /// Compares the finished hash, records the outcome and commits a complete disk entry.
+    /// Compares the finished hash and records the outcome (a complete disk entry is then committed:
+    /// ReaderState.commitIfReady).
     private func finishVerification(_ key: ContentKey, verifier: ContentVerifier) {
         let actual = verifier.finish()
         let matches = actual == verifier.expected
-        let (waiters, commit, label, again, damagedInodes) = withState {
-            s -> ([CheckedContinuation<Void, Never>], DiskCache.Partial?, String, Bool, Set<UInt64>) in
-            guard let content = s.contents[key], content.verifier === verifier else { return ([], nil, "", false, []) }
-            var commit: DiskCache.Partial?
+        let (waiters, label, again, damagedInodes) = withState {
+            s -> ([CheckedContinuation<Void, Never>], String, Bool, Set<UInt64>) in
+            guard let content = s.contents[key], content.check.verifier === verifier else { return ([], "", false, []) }
             var again = false
             if matches {
-                s.contents[key]?.verification = .verified
-                commit = s.takeCommit(key)  // otherwise the last write commits it
-            } else if content.attempt == 0 {
+                s.contents[key]?.check.verification = .verified
+                s.commitIfReady(key)  // otherwise the last write commits it
+            } else if content.check.attempt == 0 {
                 s.giveUpDisk(key)
                 s.memoryUsed -= s.contents[key]?.startOver() ?? 0
                 // The kernel's page cache may hold damaged bytes: the next open must drop it.
                 for inode in content.inodes { s.pageCacheNotes[inode] = nil }
                 again = true
             } else {
-                s.contents[key]?.verification = .failed
+                s.contents[key]?.check.verification = .failed
                 for inode in content.inodes { s.pageCacheNotes[inode] = nil }
                 s.giveUpDisk(key)
-                for (id, segment) in content.segments where segment.bytes != nil {
-                    s.memoryUsed -= s.contents[key]?.removeSegment(id) ?? 0
+                for (id, segment) in content.buffers.segments where segment.bytes != nil {
+                    s.removeSegment(id, of: key)
                 }
             }
-            return (s.releaseHashing(key), commit, content.label, again, matches ? [] : content.inodes)
+            return (s.releaseHashing(key), content.label, again, matches ? [] : content.inodes)
         }
         // Pages the kernel cached from the damaged download are dropped now, not only at the next
         // open: a handle opened before would read them from the page cache, and a pass of it
@@ -111,7 +165,6 @@ extension FileReader {
                 "\(label): the downloaded bytes do not match Dropbox's content_hash again (expected \(verifier.expected), got \(actual)); reads of this file fail with EIO"
             )
         }
-        if let commit { self.commit(commit, key: key) }
         for waiter in waiters { waiter.resume() }
     }
 
@@ -132,10 +185,10 @@ extension FileReader {
             let status = withState { s -> Status in
                 guard let content = s.contents[key] else { return .failed }
                 if content.passServedDamagedBytes(since: attempt, wholeFileLimit: options.wholeFileLimit) { return .failed }
-                switch content.verification {
+                switch content.check.verification {
                 case .verified, .unverifiable: return .done
                 case .failed: return .failed
-                case .pending: return content.hashing ? .busy : .idle(content.hashedUpTo)
+                case .pending: return content.check.hashing ? .busy : .idle(content.check.hashedUpTo)
                 }
             }
             switch status {
@@ -162,12 +215,12 @@ extension FileReader {
                 // by (almost) the whole file. Each part is hashed as it arrives (download), and the
                 // next turn fetches the next one.
                 let tasks = withState { s -> [PendingFetch] in
-                    guard let content = s.contents[key], content.verification == .pending, !content.hashing else { return [] }
-                    let start = ReadPolicy.alignDown(content.hashedUpTo, options.unitSize)
+                    guard let content = s.contents[key], content.check.verification == .pending, !content.check.hashing else { return [] }
+                    let start = ReadPolicy.alignDown(content.check.hashedUpTo, options.unitSize)
                     let end = min(content.size, start + options.partSize)
                     return startFetches(&s, file: file, range: start..<end, demand: true).tasks
                 }
-                for task in tasks { try await awaitDownload(task, for: file) }
+                try await awaitDownloads(tasks, for: file)
             }
         }
     }
@@ -176,8 +229,8 @@ extension FileReader {
     func waitForHashing(_ key: ContentKey) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let registered = state.withLock { s -> Bool in
-                guard s.contents[key]?.hashing == true else { return false }
-                s.contents[key]?.waiters.append(continuation)
+                guard s.contents[key]?.check.hashing == true else { return false }
+                s.contents[key]?.check.waiters.append(continuation)
                 return true
             }
             if !registered { continuation.resume() }
@@ -188,10 +241,63 @@ extension FileReader {
 extension ReaderState {
     /// Clears the hashing flag of `key` and hands back the tasks waiting for it.
     mutating func releaseHashing(_ key: ContentKey) -> [CheckedContinuation<Void, Never>] {
-        guard let waiters = contents[key]?.waiters else { return [] }
-        contents[key]?.hashing = false
-        contents[key]?.waiters = []
+        guard let waiters = contents[key]?.check.waiters else { return [] }
+        contents[key]?.check.hashing = false
+        contents[key]?.check.waiters = []
         dropIfIdle(key)  // a content closed while it was being checked
         return waiters
+    }
+}
+
+/// The running content_hash of one content's bytes.
+final class ContentVerifier: Sendable {
+    let expected: ContentHash
+    private let hasher = Mutex(ContentHasher())
+
+    init(expected: ContentHash) {
+        self.expected = expected
+    }
+
+    func update(_ bytes: ArraySlice<UInt8>) {
+        hasher.withLock { hasher in bytes.withUnsafeBytes { hasher.update($0) } }
+    }
+
+    func update(_ bytes: [UInt8]) {
+        update(bytes[...])
+    }
+
+    /// The hash of everything fed so far.
+    func finish() -> ContentHash {
+        hasher.withLock { $0.finalize() }
+    }
+
+    /// What a check of a disk cache entry found.
+    enum CheckOutcome: Sendable {
+        case matches, differs
+        case unreadable(CacheIOError)
+        /// The checking task was cancelled (nobody waits for the check any more).
+        case cancelled
+    }
+
+    /// Whether `file`'s first `size` bytes have `expected` as content_hash, read in pieces of
+    /// `chunk` bytes. `pause` runs between pieces (by default it yields, so a large check does
+    /// not hold a cooperative thread); a cancelled task stops at the next piece.
+    static func check(
+        _ file: CacheFile, size: UInt64, expected: ContentHash, chunk: UInt64,
+        pause: @Sendable () async -> Void = { await Task.yield() }
+    ) async -> CheckOutcome {
+        let hasher = ContentHasher()
+        var offset: UInt64 = 0
+        while offset < size {
+            if Task.isCancelled { return .cancelled }
+            let end = min(size, offset + chunk)
+            switch file.read(offset..<end) {
+            case .success(let bytes): hasher.update(bytes)
+            case .failure(let error): return .unreadable(error)
+            }
+            offset = end
+            await pause()
+        }
+        return hasher.finalize() == expected ? .matches : .differs
     }
 }
