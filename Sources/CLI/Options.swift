@@ -75,7 +75,14 @@ enum Options {
                 help: "show the mounts' progress until interrupted (Ctrl-C) or no mount is left: updated in place "
                     + "on a terminal, one line per change otherwise; skips the account"),
             OptionSpec(name: "json", help: "print one JSON object (with --watch: one per line, per second) for scripts"),
-            profile, verbose, quiet, help,
+            OptionSpec(
+                name: "report",
+                help: "print a text for a bug report: versions, system, each mount's status, options and last "
+                    + "log lines, without any token or secret; asks nothing of Dropbox"),
+            profile,
+            OptionSpec(
+                name: "verbose", short: "v", help: "also show each mount's status line as the daemon wrote it (and log debug lines)"),
+            quiet, help,
         ])
 
     static let mount = CommandSpec(
