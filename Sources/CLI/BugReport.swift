@@ -1,8 +1,8 @@
 // `dropboxfs status --report`: one block of text to paste into a bug report. It says which build
 // runs (this command's and each daemon's), on which system and libraries, and for each mount its
 // status, its mount options, the command line it was started with and the last lines of its log.
-// It asks nothing of Dropbox (a report is often made when Dropbox is the problem) and holds no
-// account name.
+// It asks nothing of Dropbox (a report is often made when Dropbox is the problem); the log lines
+// may name the account's e-mail address, which the user sees before posting.
 //
 // No token or secret may appear in it (Redactor): every secret this command can know (the token
 // in the environment, in --access-token-file, the stored sign-in's refresh token and app secret) is
@@ -39,7 +39,7 @@ enum BugReport {
             lines.append("")
             lines.append("== mount \(mount.path)\(mount.profileSuffix)")
             lines.append("summary:     \(mount.summary)")
-            if let daemon = mount.daemonLine { lines.append(daemon) }
+            if let build = mount.daemonBuild { lines.append("daemon:      \(build)") }
             if let options = table[Array(mount.path.utf8)] { lines.append("options:     \(options)") }
             if let pid = mount.fields["pid"].flatMap({ Int32($0) }), let command = commandLine(pid) {
                 lines.append("command:     \(command)")

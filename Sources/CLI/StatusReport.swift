@@ -99,22 +99,23 @@ struct MountState {
         fields["log"].map(DaemonStatus.decode).flatMap { $0.hasPrefix("/") ? $0 : nil }
     }
 
-    /// "daemon: dropboxfs 0.9.0 (commit 4b4622a1c2d3), pid 123; log: /path", saying when the
-    /// daemon runs another build than this command (a remount runs this one); nil when the daemon
+    /// "dropboxfs 0.9.0 (commit 4b4622a1c2d3), pid 123", saying when the daemon runs another build
+    /// than this command (a remount runs this one); nil when the daemon does not say (an older one).
+    var daemonBuild: String? {
+        guard answering, let version = fields["version"] else { return nil }
+        var text = "dropboxfs \(version)" + (fields["commit"].map { " (commit \($0))" } ?? "")
+        if let pid = fields["pid"] { text += ", pid \(pid)" }
+        if version != BuildInfo.version || (fields["commit"].map { $0 != BuildInfo.commit } ?? false) {
+            text += " (this command is \(BuildInfo.versionLine): remount to run it)"
+        }
+        return text
+    }
+
+    /// "daemon: dropboxfs 0.9.0 (commit 4b4622a1c2d3), pid 123; log: /path"; nil when the daemon
     /// says neither.
     var daemonLine: String? {
-        guard answering, fields["version"] != nil || fields["log"] != nil else { return nil }
-        var parts: [String] = []
-        if let version = fields["version"] {
-            var text = "dropboxfs \(version)" + (fields["commit"].map { " (commit \($0))" } ?? "")
-            if let pid = fields["pid"] { text += ", pid \(pid)" }
-            if version != BuildInfo.version || (fields["commit"].map { $0 != BuildInfo.commit } ?? false) {
-                text += " (this command is \(BuildInfo.versionLine): remount to run it)"
-            }
-            parts.append(text)
-        }
-        if let log = logLocation { parts.append("log: " + log) }
-        return "daemon: " + parts.joined(separator: "; ")
+        let parts = [daemonBuild, answering ? logLocation.map { "log: " + $0 } : nil].compactMap { $0 }
+        return parts.isEmpty ? nil : "daemon: " + parts.joined(separator: "; ")
     }
 
     /// Failed requests per FUSE operation (`failed_read=2` in the attribute), in the daemon's order.

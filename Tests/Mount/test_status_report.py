@@ -11,7 +11,7 @@ import re
 import subprocess
 import time
 
-from helpers import env_for, run, wait_for_fill, wait_until
+from helpers import env_for, is_mounted, run, unmount, wait_for_fill, wait_until
 
 SECRET = "sl.SECRET-token-0123456789abcdefghij"
 REFRESH = "refresh-SECRET-9876543210zyx"
@@ -126,6 +126,8 @@ def test_report_has_versions_status_options_and_log_but_no_secret(binary, fake_f
     assert command and "--foreground" in command.group(1) and str(log) in command.group(1), out
     assert re.search(r"^status:      phase=\w+ ", out, re.M), out
     assert f"log:         {log}" in out, out
+    assert re.search(rf"^daemon:      dropboxfs {re.escape(version(binary))} \(commit \S+\), pid {m.process.pid}$", out,
+                     re.M), out
     # The last 50 lines of the log, and only those.
     assert "line-059" in out and "line-020" in out and "line-010" not in out, out
     assert "Authorization: Bearer [redacted]" in out and "client_secret=[redacted]&x=1" in out, out
@@ -161,3 +163,27 @@ def test_status_says_until_when_dropbox_rate_limits_the_mount(binary, fake_facto
             reader.wait()
     wait_until(lambda: status_json(binary, fake, m.path)[0]["rate_limited_until"] is None, timeout=15,
                message="the rate limit to end in the status")
+
+
+def test_a_daemon_logging_to_the_journal_says_so(binary, fake_factory, tmp_path):
+    """Standard error that JOURNAL_STREAM names is systemd's journal (as under a unit): the status
+    says the log is in the journal, and the report has no file to read."""
+    fake = fake_factory()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    with open(tmp_path / "journal.log", "wb") as stream:
+        st = os.fstat(stream.fileno())
+        env = env_for(fake, extra={"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}", "XDG_CACHE_HOME": str(tmp_path / "c")})
+        p = subprocess.Popen([binary, "mount", str(mnt), "--foreground"], env=env, stdout=stream, stderr=stream,
+                             stdin=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: is_mounted(str(mnt)), timeout=20, message="the mount")
+            m = status_json(binary, fake, str(mnt))[0]
+            assert m["log"] == "journal" and m["status"]["log"] == "journal", m
+            out = run(binary, "status", str(mnt), env=env_for(fake), timeout=30).stdout.decode()
+            assert re.search(r"; log: the journal( \(journalctl( --user)? -u \S+\.service\))?$", out, re.M), out
+            out = run(binary, "status", "--report", str(mnt), env=env_for(fake), timeout=30).stdout.decode()
+            assert re.search(r"^log:         the journal", out, re.M), out
+        finally:
+            unmount(str(mnt))
+            assert p.wait(timeout=15) == 0
