@@ -72,9 +72,10 @@ enum MountCommand {
             file: configuration.accessTokenFile, profile: configuration.profile,
             endpoints: configuration.endpoints, timeouts: configuration.http.rpcTimeouts,
             tagFolder: configuration.persist ? configuration.cacheFolder : nil, mounted: mounted)
+        let pacer = Pacer(policy: configuration.retryPolicy)
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
-            pacer: Pacer(policy: configuration.retryPolicy), configuration: configuration.http)
+            pacer: pacer, configuration: configuration.http)
         let target = try MountTarget.resolve(
             configuration, client: homeClient, accountID: credentials.accountID, tokenTag: credentials.tokenTag)
         mounted.set(target.identity.accountID)
@@ -117,6 +118,8 @@ enum MountCommand {
                     mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,
                     ledger: configuration.cacheFolder + "/thumbnails.ledger", sizes: configuration.thumbnailSizes)
             })
+        options.statusFields = DaemonStatus.fields(
+            logFile: Daemon.isChild ? try configuration.logFilePath() : configuration.logFile, pacer: pacer)
         // A tree served offline is tied to the credentials by what they say of themselves (an
         // account id, a token's tag): once Dropbox answers, it names the account before the tree
         // is caught up.

@@ -65,7 +65,9 @@ enum Options {
         description: """
             Shows the signed-in account (name, email), space used and allocated, which credentials are in \
             use, and every active dropboxfs mount of yours (or the MOUNTPOINTs given) with its sync progress \
-            (the first listing as "listing: 412,000 entries, 46,000/s"). Exit code 4 without working \
+            (the first listing as "listing: 412,000 entries, 46,000/s"; "rate limited by Dropbox until TIME" \
+            while Dropbox holds its requests), then the version and pid of its daemon and where its log is \
+            (a file, the journal, or standard error). Exit code 4 without working \
             credentials, 5 when Dropbox cannot be reached, 3 when a MOUNTPOINT is not a dropboxfs mount.
             """,
         options: [
@@ -75,7 +77,14 @@ enum Options {
                 help: "show the mounts' progress until interrupted (Ctrl-C) or no mount is left: updated in place "
                     + "on a terminal, one line per change otherwise; skips the account"),
             OptionSpec(name: "json", help: "print one JSON object (with --watch: one per line, per second) for scripts"),
-            profile, verbose, quiet, help,
+            OptionSpec(
+                name: "report",
+                help: "print a text for a bug report: versions, system, each mount's status, options and last "
+                    + "log lines, without any token or secret; asks nothing of Dropbox"),
+            profile,
+            OptionSpec(
+                name: "verbose", short: "v", help: "also show each mount's status line as the daemon wrote it (and log debug lines)"),
+            quiet, help,
         ])
 
     static let mount = CommandSpec(

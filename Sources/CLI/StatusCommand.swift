@@ -31,6 +31,14 @@ enum StatusCommand {
         }
         endpoints = try endpoints.approved()
         let json = parsed.has("json")
+        let verbose = parsed.has("verbose")
+        if parsed.has("report") {
+            guard !json, !parsed.has("watch") else {
+                throw UsageError(description: "--report is text for a bug report: give it without --json and --watch")
+            }
+            printOut(BugReport.text(profile: profile, tokenFile: parsed.value("access-token-file"), only: only))
+            return .success
+        }
         if parsed.has("watch") { return StatusWatch.run(json: json, only: only) }
 
         var report = StatusReport(profile: profile.name)
@@ -68,13 +76,14 @@ enum StatusCommand {
             printOut("mounts:      none")
         } else {
             for mount in report.mounts {
-                printOut("mount:       \(mount.path)\(mount.profileSuffix) \(mount.raw ?? "(status unavailable)")")
+                printOut("mount:       \(mount.path)\(mount.profileSuffix): \(mount.summary)")
                 if let since = mount.fields["offline_since"] {
                     printOut("             offline since \(since): Dropbox cannot be reached; serving the known tree")
                 }
-                if mount.raw != nil { printOut("             \(mount.summary)") }
+                if let daemon = mount.daemonLine { printOut("             \(daemon)") }
                 if let failures = mount.failuresLine { printOut("             \(failures)") }
                 if let disk = diskLine(mount.fields) { printOut("             \(disk)") }
+                if verbose, let raw = mount.raw { printOut("             status: \(raw)") }
             }
         }
         return result

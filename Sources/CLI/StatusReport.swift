@@ -55,14 +55,20 @@ struct MountState {
     /// Mount point (its bytes) -> source of every fuse.dropboxfs mount in /proc/self/mountinfo
     /// ("... MOUNTPOINT ... - TYPE SOURCE SUPEROPTIONS").
     static func mountSources() -> [[UInt8]: String] {
+        mountInfo { fields, dash in dash + 2 < fields.count ? MountTable.unescape(String(fields[dash + 2])) : nil }
+    }
+
+    /// Mount point (its bytes) -> what `value` takes from the line of every fuse.dropboxfs mount in
+    /// /proc/self/mountinfo: its space-separated fields, and the index of the "-" among them.
+    static func mountInfo<T>(_ value: ([Substring], Int) -> T?) -> [[UInt8]: T] {
         guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [:] }
-        var result: [[UInt8]: String] = [:]
+        var result: [[UInt8]: T] = [:]
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ")
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
-                fields[dash + 1] == "fuse.dropboxfs"
+            guard fields.count > 5, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count,
+                fields[dash + 1] == "fuse.dropboxfs", let picked = value(fields, dash)
             else { continue }
-            result[Array(MountTable.unescape(String(fields[4])).utf8)] = MountTable.unescape(String(fields[dash + 2]))
+            result[Array(MountTable.unescape(String(fields[4])).utf8)] = picked
         }
         return result
     }
@@ -71,6 +77,46 @@ struct MountState {
     /// Entries per second of the whole-account listing ("46000/s" in the attribute).
     var rate: Int? { fields["rate"].flatMap { Int($0.hasSuffix("/s") ? String($0.dropLast(2)) : $0) } }
     var phase: String? { fields["phase"] }
+    /// Until when Dropbox's rate limit holds this mount's requests ("2026-12-06T08:01:02Z").
+    var rateLimitedUntil: String? { fields["rate_limited_until"] }
+
+    /// Where this mount's log is, for people: a file's path, "the journal (journalctl --user -u
+    /// dropboxfs.service)", or "standard error (not kept)"; nil when the daemon does not say
+    /// (one older than the field).
+    var logLocation: String? {
+        guard let log = fields["log"].map(DaemonStatus.decode) else { return nil }
+        switch log {
+        case "journal":
+            guard let unit = fields["log_unit"].map(DaemonStatus.decode) else { return "the journal" }
+            return "the journal (journalctl\(fields["log_scope"] == "user" ? " --user" : "") -u \(unit))"
+        case "stderr": return "standard error (not kept)"
+        default: return log
+        }
+    }
+
+    /// The log file to read the end of, when the log is one.
+    var logFile: String? {
+        fields["log"].map(DaemonStatus.decode).flatMap { $0.hasPrefix("/") ? $0 : nil }
+    }
+
+    /// "dropboxfs 0.9.0 (commit 4b4622a1c2d3), pid 123", saying when the daemon runs another build
+    /// than this command (a remount runs this one); nil when the daemon does not say (an older one).
+    var daemonBuild: String? {
+        guard answering, let version = fields["version"] else { return nil }
+        var text = "dropboxfs \(version)" + (fields["commit"].map { " (commit \($0))" } ?? "")
+        if let pid = fields["pid"] { text += ", pid \(pid)" }
+        if version != BuildInfo.version || (fields["commit"].map { $0 != BuildInfo.commit } ?? false) {
+            text += " (this command is \(BuildInfo.versionLine): remount to run it)"
+        }
+        return text
+    }
+
+    /// "daemon: dropboxfs 0.9.0 (commit 4b4622a1c2d3), pid 123; log: /path"; nil when the daemon
+    /// says neither.
+    var daemonLine: String? {
+        let parts = [daemonBuild, answering ? logLocation.map { "log: " + $0 } : nil].compactMap { $0 }
+        return parts.isEmpty ? nil : "daemon: " + parts.joined(separator: "; ")
+    }
 
     /// Failed requests per FUSE operation (`failed_read=2` in the attribute), in the daemon's order.
     var failures: [(operation: String, count: Int)] {
@@ -126,7 +172,10 @@ struct MountState {
             let why = fields["behind_error"].map { " (\($0.replacingOccurrences(of: "_", with: " ")))" } ?? ""
             text += "; catching up fails since \(since)\(why)"
         }
-        if let failures = fields["fill_failures"] { text += "; \(failures) listing failures, retrying" }
+        if let until = rateLimitedUntil { text += "; rate limited by Dropbox until \(until)" }
+        if let failures = fields["fill_failures"] {
+            text += "; \(failures) listing failures, retrying" + (fields["last_failure"].map { " (last: \($0))" } ?? "")
+        }
         if let waiting = fields["waiting"], waiting != "0" {
             text += waiting == "1" ? "; 1 request waiting for Dropbox" : "; \(waiting) requests waiting for Dropbox"
         }
@@ -155,7 +204,14 @@ struct MountState {
             object["rate"] = rate ?? NSNull()
             object["summary"] = summary
             object["failures"] = Dictionary(failures.map { ($0.operation, $0.count) }, uniquingKeysWith: +)
+            object["version"] = fields["version"] ?? NSNull()
+            object["commit"] = fields["commit"] ?? NSNull()
+            object["pid"] = fields["pid"].flatMap { Int($0) } ?? NSNull()
+            object["log"] = fields["log"].map(DaemonStatus.decode) ?? NSNull()
+            object["log_unit"] = fields["log_unit"].map(DaemonStatus.decode) ?? NSNull()
+            object["rate_limited_until"] = rateLimitedUntil ?? NSNull()
         }
+        object["raw"] = raw ?? NSNull()
         return object
     }
 }

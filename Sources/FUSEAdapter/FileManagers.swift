@@ -6,7 +6,13 @@
 // main thread, because GLib lists folders on worker threads with names of their own ("pool-...").
 // Only the mounting user's processes count: the thumbnail cache written is that user's.
 //
-// Answers are remembered per pid for a couple of seconds, so a `find` over thousands of folders
+// The same names tell which reads are a look into a file rather than a use of it: file managers
+// sniff a file's type from its first bytes (GIO, libmagic), thumbnailers read what one picture
+// needs (a PDF's first page, a video's key frame), and indexers their metadata. Their reads are
+// ranged (`readsRanges`): the reader fetches what they ask for and little more, never the whole
+// file (Reader/ReadPolicy.swift). Any user's process counts there: it costs nobody a thumbnail.
+//
+// Names are remembered per pid for a couple of seconds, so a `find` over thousands of folders
 // reads /proc once every two seconds rather than once per folder, and a pid reused by another
 // program is not mistaken for long. `answers` (a Mutex) guards them.
 
@@ -25,13 +31,28 @@ final class FileManagers: Sendable {
         "tumblerd", "xfdesktop",
     ]
 
+    /// The process names (comm: the first 15 bytes of the program's name) whose reads are ranged:
+    /// the file managers above, thumbnailers and content sniffers. Add one here and to
+    /// docs/SEMANTICS.md ("Reads by thumbnailers and content sniffers").
+    static let sniffers: Set<String> = names.union([
+        // Thumbnailers, started by tumblerd, nautilus or a desktop for one file each.
+        "gdk-pixbuf-thum", "ffmpegthumbnail", "totem-video-thu", "evince-thumbnai", "atril-thumbnail",
+        "xreader-thumbna", "papers-thumbnai", "gnome-thumbnail", "gsf-office-thum", "ffmpegthumbs", "kioworker",
+        "kio_thumbnail", "exo-thumbnailer", "raw-thumbnailer", "webp-thumbnaile",
+        "heif-thumbnaile", "gnome-epub-thum", "nemo-thumbnaile",
+        // Content sniffing and indexing: libmagic's `file`, xdg-mime's helpers, GIO's tool, indexers.
+        "file", "mimetype", "xdg-mime", "gio", "gio-launch-desk", "tracker-extract", "tracker-miner-f",
+        "localsearch-3", "localsearch-ext", "baloo_file", "baloo_file_extr", "exiftool", "mediainfo",
+    ])
+
     /// How long an answer about a pid is trusted (seconds).
     static let memory: Double = 2
     /// Remembered answers beyond this many are pruned of the expired ones.
     static let pruneAbove = 1024
 
     private struct Answer {
-        var isFileManager: Bool
+        /// The process's name; nil when it could not be read (it is gone).
+        var name: String?
         var at: Double
     }
 
@@ -52,17 +73,29 @@ final class FileManagers: Sendable {
     /// Whether the request of thread `pid`, made as `uid`, comes from one of the mounting user's
     /// file managers.
     func isFileManager(pid: Int32, uid: UInt32) -> Bool {
-        guard pid > 0, uid == owner else { return false }
+        guard uid == owner, let name = name(of: pid) else { return false }
+        return Self.names.contains(name)
+    }
+
+    /// Whether the reads of thread `pid` are a file manager's, a thumbnailer's or a content
+    /// sniffer's (any user's): they get the bytes they ask for, not the whole file.
+    func readsRanges(pid: Int32) -> Bool {
+        name(of: pid).map { Self.sniffers.contains($0) } ?? false
+    }
+
+    /// The process name of thread `pid`, remembered for `memory` seconds.
+    private func name(of pid: Int32) -> String? {
+        guard pid > 0 else { return nil }
         let time = now()
-        if let known = answers.withLock({ $0[pid] }), time - known.at < Self.memory { return known.isFileManager }
-        let answer = processName(pid).map { Self.names.contains($0) } ?? false
+        if let known = answers.withLock({ $0[pid] }), time - known.at < Self.memory { return known.name }
+        let name = processName(pid)
         answers.withLock { remembered in
             if remembered.count >= Self.pruneAbove {
                 remembered = remembered.filter { time - $0.value.at < Self.memory }
             }
-            remembered[pid] = Answer(isFileManager: answer, at: time)
+            remembered[pid] = Answer(name: name, at: time)
         }
-        return answer
+        return name
     }
 
     /// The name of the process thread `pid` belongs to: its main thread's comm (from the `Tgid:`

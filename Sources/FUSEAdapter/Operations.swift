@@ -145,9 +145,9 @@ enum Operations {
     }
 
     static func read(_ request: FUSERequest, size: Int, offset: Int, handle: UInt64) {
-        let core = request.core
+        let (core, ranged) = (request.core, request.filesystem.fileManagers.readsRanges(pid: request.caller.pid))
         request.answerLater { () throws(FilesystemError) -> Reply in
-            .bytes(try await core.read(handle: handle, offset: UInt64(max(0, offset)), size: size))
+            .bytes(try await core.read(handle: handle, offset: UInt64(max(0, offset)), size: size, ranged: ranged))
         }
     }
 

@@ -48,6 +48,8 @@ public enum Log {
     /// Where stderr goes, decided once: the journal (no time of ours, a priority instead), or
     /// anything else (a terminal, a pipe, a file: each line timed).
     private static let toJournal: Bool = stderrIsJournal()
+    /// True when the log goes to systemd's journal (for the status's "log=journal").
+    public static var writesToJournal: Bool { toJournal }
 
     private static let state = Mutex(State())
 

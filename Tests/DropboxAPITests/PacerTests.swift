@@ -6,6 +6,10 @@ import DropboxAPI
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite struct PacerTests {
     /// An operation that fails with the given errors in turn, then succeeds with its call count.
     final class Script: Sendable {
@@ -80,6 +84,23 @@ import Testing
         let script = Script([], clock: clock)
         _ = try await pacer.run("other") { () throws(DropboxError) in try script.call() }
         #expect(script.callTimes[0] - start >= .seconds(3))
+    }
+
+    /// The status says until when a pause holds requests, in wall-clock seconds: the same
+    /// answer each time it is asked during one pause, and none once it has passed.
+    @Test func pauseEndIsGivenInWallClockSeconds() {
+        let clock = ManualSleeper()
+        let pacer = Pacer(sleeper: clock, random: { 0 })
+        #expect(pacer.pausedUntilWallTime == nil)
+        let before = Int64(time(nil))
+        pacer.pauseAll(for: .milliseconds(30_500))
+        let until = pacer.pausedUntilWallTime
+        #expect(until.map { $0 >= before + 31 && $0 <= Int64(time(nil)) + 32 } == true)
+        clock.advance(.seconds(10))
+        // Fake time moved, the wall clock did not: the end seems 10 s nearer.
+        #expect(pacer.pausedUntilWallTime.map { until! - $0 } == 10)
+        clock.advance(.seconds(21))
+        #expect(pacer.pausedUntilWallTime == nil)
     }
 
     @Test func rateLimitGivesUpAfterMaxWaits() async {

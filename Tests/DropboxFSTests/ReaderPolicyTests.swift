@@ -110,6 +110,29 @@ private let options = ReaderOptions(
         #expect(atEnd.demand == 10 * M..<size)
     }
 
+    /// A thumbnailer or content sniffer reading a small file's first 4 KiB gets one unit, not the
+    /// whole file, and no read-ahead; reading on, it gets a window that starts at one unit and
+    /// grows; a jump keeps it ranged.
+    @Test func rangedStreamsFetchWhatTheyAskFor() {
+        let stream = ReadPolicy.ranged(ReadStream(window: options.initialWindow), options: options)
+        #expect(stream.ranged && stream.window == 256 * K)
+        #expect(ReadPolicy.wholeFileLimit(stream, options: options) == 0)
+        #expect(ReadPolicy.wholeFileLimit(ReadStream(window: 1 * M), options: options) == 4 * M)
+        let first = ReadPolicy.decide(stream, offset: 0, length: 4 * K, fileSize: 3 * M, options: options)
+        #expect(first.demand == 0..<256 * K && first.prefetch == nil && first.sequential)
+        let second = ReadPolicy.decide(first.stream, offset: 4 * K, length: 128 * K, fileSize: 3 * M, options: options)
+        #expect(second.demand == 0..<256 * K && second.prefetch == 256 * K..<512 * K)
+        let third = ReadPolicy.decide(
+            second.stream, offset: 256 * K, length: 128 * K, fileSize: 3 * M, options: options)
+        #expect(third.prefetch == 512 * K..<1 * M && third.stream.window == 512 * K, "the window grows")
+        // A PDF reader's jump to the cross-reference table at the end: that unit only.
+        let jump = ReadPolicy.decide(third.stream, offset: 3 * M - 1 * K, length: 1 * K, fileSize: 3 * M, options: options)
+        #expect(jump.demand == 3 * M - 256 * K..<3 * M && jump.prefetch == nil && !jump.sequential)
+        #expect(jump.stream.ranged && jump.stream.window == 256 * K)
+        // Made ranged twice: the stream is kept as it is.
+        #expect(ReadPolicy.ranged(third.stream, options: options) == third.stream)
+    }
+
     @Test func smallFilesAreFetchedWhole() {
         let stream = ReadStream(window: options.initialWindow)
         for (offset, size) in [(UInt64(0), UInt64(1)), (100, 3 * M), (4 * M - 1, 4 * M)] {

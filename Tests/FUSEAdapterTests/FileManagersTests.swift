@@ -45,6 +45,24 @@ import Testing
         #expect(!FileManagers().isFileManager(pid: 0, uid: getuid()))
     }
 
+    /// Thumbnailers and content sniffers (any user's) read ranges; other programs read as usual.
+    @Test func sniffersReadRanges() throws {
+        for name in ["gdk-pixbuf-thum", "ffmpegthumbnail", "file", "tumblerd", "thunar"] {
+            try Self.withProcess(named: name) { pid in
+                #expect(FileManagers().readsRanges(pid: pid), "\(name)")
+                #expect(FileManagers(owner: getuid() + 1).readsRanges(pid: pid), "\(name), another user's")
+            }
+        }
+        for other in ["cat", "cp", "rsync", "vlc"] {
+            try Self.withProcess(named: other) { pid in
+                #expect(!FileManagers().readsRanges(pid: pid), "\(other)")
+            }
+        }
+        #expect(!FileManagers().readsRanges(pid: 0))
+        // The kernel keeps 15 bytes of a program's name: the list holds names as the kernel has them.
+        #expect(FileManagers.sniffers.allSatisfy { $0.utf8.count <= 15 })
+    }
+
     @Test func aThreadCountsAsItsProcess() throws {
         let ours = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
         let tid = Mutex<Int32>(0)

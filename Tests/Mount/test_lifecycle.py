@@ -432,7 +432,7 @@ def test_status_answers_quickly_when_a_mount_is_stuck(binary, fake_factory, moun
     stuck = [line for line in lines if m.path in line]
     assert stuck and "not answering" in stuck[0], out
     ok = [line for line in lines if healthy.path in line]
-    assert ok and "phase=" in ok[0], out
+    assert ok and " entries" in ok[0], out
     assert run("ls", m.path).returncode == 0, "the mount works again once the daemon runs"
 
 

@@ -86,7 +86,7 @@ def test_two_accounts_side_by_side(binary, two_accounts, tmp_path, background_mo
         assert str(profiles / name / "credentials.json") in out, out
         # Every mount of the user, each with the profile it belongs to.
         for other, path in mounts.items():
-            assert any(line.startswith(f"mount:       {path} (profile {other}) phase=") for line in out.splitlines()), out
+            assert any(line.startswith(f"mount:       {path} (profile {other}): ") for line in out.splitlines()), out
     r = run(binary, "status", "--json", *mounts.values(), env=profile_env(home, work))
     assert {mount["path"]: mount["profile"] for mount in json.loads(r.stdout)["mounts"]} == {
         str(path): name for name, path in mounts.items()}, r.stdout

@@ -5,6 +5,10 @@
 import Log
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 public final class Pacer: Sendable {
     private struct Waiter {
         var id: UInt64
@@ -87,6 +91,18 @@ public final class Pacer: Sendable {
     public var isPaused: Bool {
         let now = sleeper.now
         return state.withLock { $0.pausedUntil.map { now < $0 } ?? false }
+    }
+
+    /// When the rate-limit pause ends, in whole seconds since the epoch (rounded up); nil while
+    /// no pause holds requests. For the mount's status. The wall clock is read to the nanosecond:
+    /// whole seconds of it would make the answer move by one between two asks of one pause.
+    public var pausedUntilWallTime: Int64? {
+        guard let until = pauseRemaining() else { return nil }
+        let left = sleeper.now.duration(to: until).components
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let end = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9 + Double(left.seconds) + Double(left.attoseconds) / 1e18
+        return Int64(end.rounded(.up))
     }
 
     // MARK: slots and pauses

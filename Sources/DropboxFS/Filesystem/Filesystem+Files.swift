@@ -31,9 +31,11 @@ extension Filesystem {
 
     /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to (or from the
     /// export it holds): fewer only at the end of the file.
-    public func read(handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
+    /// `ranged`: the reader is a thumbnailer or content sniffer, which gets the bytes it asks for
+    /// rather than the whole file (Reader/ReadPolicy.swift).
+    public func read(handle: UInt64, offset: UInt64, size: Int, ranged: Bool = false) async throws(FilesystemError) -> [UInt8] {
         if exports.owns(handle) { return try exports.read(handle, offset: offset, size: size) }
-        return try await reader.read(handle, offset: offset, size: size)
+        return try await reader.read(handle, offset: offset, size: size, ranged: ranged)
     }
 
     public func releaseFile(handle: UInt64) {

@@ -122,7 +122,8 @@ public final class Filesystem: Sendable {
         var disk = ""
         if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes)" }
         if let thumbnails { disk += " thumbnail_bytes=\(thumbnails.bytesKept)" }
+        let more = options.statusFields().map { " " + $0 }.joined()
         return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
-            + disk
+            + disk + more
     }
 }

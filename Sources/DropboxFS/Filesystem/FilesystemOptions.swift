@@ -62,6 +62,9 @@ public struct FilesystemOptions: Sendable {
     /// A restored tree served before Dropbox named the credentials' account (an offline mount):
     /// confirmed before its first catch-up (Sync/AccountConfirmation.swift). Nil: nothing to confirm.
     public var accountConfirmation: AccountConfirmation? = nil
+    /// More `key=value` pairs for the root's status line, from the process that mounts (its
+    /// version, its log, Dropbox's rate limit): asked at every read of the status.
+    public var statusFields: @Sendable () -> [String] = { [] }
 
     public init(
         ownership: Ownership = Ownership(uid: getuid(), gid: getgid()),

@@ -155,6 +155,8 @@ final class FileReader: Sendable {
         var waits: [PendingFetch]
         /// The content's attempt when the read was planned (ContentCheck.attempt).
         var attempt: Int
+        /// ReadPolicy.wholeFileLimit of the reading handle.
+        var wholeFileLimit: UInt64
     }
 
     private enum Collected: Sendable {
@@ -167,9 +169,10 @@ final class FileReader: Sendable {
 
     /// A read in two steps, one after the other: its plan (`plan`: after checking a disk entry first
     /// if it must), then its bytes (`gather`). Each step repeats on its own, never inside the other.
-    func read(_ handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
+    /// `ranged`: the reader is a thumbnailer or content sniffer (ReadPolicy.swift).
+    func read(_ handle: UInt64, offset: UInt64, size: Int, ranged: Bool = false) async throws(FilesystemError) -> [UInt8] {
         guard size > 0 else { return [] }
-        switch try await plan(handle, offset: offset, length: UInt64(size)) {
+        switch try await plan(handle, offset: offset, length: UInt64(size), ranged: ranged) {
         case .empty: return []
         case .fromDisk(let file, let range): return try Self.bytes(of: [.disk(file, range)])
         case .checkDisk: throw .local(.diskCacheUnchecked)
@@ -179,12 +182,12 @@ final class FileReader: Sendable {
 
     /// The read's plan. A disk entry that must be checked first is checked, and the read looks
     /// again; after three checks it answers `.checkDisk` (the entry is still unchecked).
-    private func plan(_ handle: UInt64, offset: UInt64, length: UInt64) async throws(FilesystemError) -> Start {
+    private func plan(_ handle: UInt64, offset: UInt64, length: UInt64, ranged: Bool) async throws(FilesystemError) -> Start {
         for _ in 0..<3 {
             if Task.isCancelled { throw .interrupted }
             try await startDiskEntryIfWanted(handle, offset: offset)
             let start = try withState { (s: inout ReaderState) throws(FilesystemError) -> Start in
-                try begin(&s, handle: handle, offset: offset, length: length)
+                try begin(&s, handle: handle, offset: offset, length: length, ranged: ranged)
             }
             guard case .checkDisk = start else { return start }
             try await checkDiskEntry(handle)
@@ -194,10 +197,16 @@ final class FileReader: Sendable {
 
     /// Applies the read policy and starts the downloads the read needs or should prefetch.
     private func begin(
-        _ s: inout ReaderState, handle: UInt64, offset: UInt64, length: UInt64
+        _ s: inout ReaderState, handle: UInt64, offset: UInt64, length: UInt64, ranged: Bool
     ) throws(FilesystemError) -> Start {
         guard var open = s.handles[handle] else { throw .badHandle }
         let file = open.file
+        if ranged {
+            open.stream = ReadPolicy.ranged(open.stream, options: options)
+            // Pages it reads are not checked first: the next open must not keep them.
+            if file.size <= options.wholeFileLimit { s.pageCacheNotes[file.inode]?.trusted = false }
+        }
+        let wholeFileLimit = ReadPolicy.wholeFileLimit(open.stream, options: options)
         guard offset < file.size else { return .empty }
         let end = file.size - offset < length ? file.size : offset + length
         // Only values are taken out of the content: a copy alive while its buffers are changed
@@ -207,7 +216,7 @@ final class FileReader: Sendable {
             switch content.disk.state {
             case .complete(let cacheFile, checked: true): return (.fromDisk(cacheFile, offset..<end), false)
             case .complete(_, checked: false): return (.checkDisk, false)
-            case .none, .partial: return (nil, content.mustVerify(offset..<end, wholeFileLimit: options.wholeFileLimit))
+            case .none, .partial: return (nil, content.mustVerify(offset..<end, wholeFileLimit: wholeFileLimit))
             }
         }
         guard let (early, verify) = look else { throw .badHandle }
@@ -218,7 +227,7 @@ final class FileReader: Sendable {
         // Every read reaching the end fails until the handle starts a new pass (at offset 0): the
         // kernel ignores a failed read-ahead and asks again, and that retry must fail too.
         if end == file.size,
-            s.contents[file.key]?.passServedDamagedBytes(since: pass, wholeFileLimit: options.wholeFileLimit) == true
+            s.contents[file.key]?.passServedDamagedBytes(since: pass, wholeFileLimit: wholeFileLimit) == true
         {
             s.handles[handle] = open
             throw ContentCheck.damagedPass(file.label)
@@ -232,11 +241,11 @@ final class FileReader: Sendable {
             open.stream.requestedUpTo = stopped
         }
         s.handles[handle] = open
-        let attempt = file.size > options.wholeFileLimit ? pass : attemptNow
+        let attempt = file.size > wholeFileLimit ? pass : attemptNow
         return .fetch(
             ReadPlan(
                 file: file, range: offset..<end, sequential: decision.sequential, verify: verify, waits: waits,
-                attempt: attempt))
+                attempt: attempt, wholeFileLimit: wholeFileLimit))
     }
 
     /// Waits for the read's downloads, gathers its bytes (fetching again what was evicted in the
@@ -254,13 +263,13 @@ final class FileReader: Sendable {
                 // The read completing a pass over a large file whose download was found damaged
                 // (and started over) while the pass ran: the pass served damaged bytes.
                 if plan.range.upperBound == plan.file.size,
-                    content.passServedDamagedBytes(since: attempt, wholeFileLimit: options.wholeFileLimit)
+                    content.passServedDamagedBytes(since: attempt, wholeFileLimit: plan.wholeFileLimit)
                 {
                     throw ContentCheck.damagedPass(plan.file.label)
                 }
                 let tick = s.nextTick()
                 if let pieces = s.contents[key]?.pieces(of: plan.range, tick: tick, sequential: plan.sequential) {
-                    let now = s.contents[key]?.mustVerify(plan.range, wholeFileLimit: options.wholeFileLimit) ?? false
+                    let now = s.contents[key]?.mustVerify(plan.range, wholeFileLimit: plan.wholeFileLimit) ?? false
                     return .pieces(pieces, verify: plan.verify || now)
                 }
                 let unit = options.unitSize

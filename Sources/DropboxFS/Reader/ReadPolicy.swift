@@ -2,6 +2,12 @@
 // unit-aligned bytes it needs now, how far ahead to fetch, how the window grows, and how a range is
 // cut into parallel requests. No clocks and no state beyond the values passed in: FileReader keeps
 // one ReadStream per open handle and applies the decisions (ReaderPolicyTests has the tables).
+//
+// A ranged stream (a handle read by a thumbnailer or a content sniffer: FUSEAdapter's
+// FileManagers) is never fetched whole: it gets the units it asks for, a first read no read-ahead
+// at all, and a window that starts at one unit once it reads on sequentially (a file manager
+// copying the file still speeds up). Its bytes are then checked against content_hash as a large
+// file's are: when a pass over the whole file completes.
 
 /// What the policy remembers about one open handle.
 public struct ReadStream: Sendable, Equatable {
@@ -13,12 +19,17 @@ public struct ReadStream: Sendable, Equatable {
     public var requestedUpTo: UInt64
     /// True once a sequential prefetch was issued since the last reset: later top-ups double the window.
     public var growing: Bool
+    /// Read by a thumbnailer or content sniffer: never fetched whole, little read-ahead.
+    public var ranged: Bool
 
-    public init(expected: UInt64 = 0, window: UInt64, requestedUpTo: UInt64 = 0, growing: Bool = false) {
+    public init(
+        expected: UInt64 = 0, window: UInt64, requestedUpTo: UInt64 = 0, growing: Bool = false, ranged: Bool = false
+    ) {
         self.expected = expected
         self.window = window
         self.requestedUpTo = requestedUpTo
         self.growing = growing
+        self.ranged = ranged
     }
 }
 
@@ -47,7 +58,7 @@ public enum ReadPolicy {
         precondition(offset < fileSize && length > 0, "a read inside the file")
         let unit = options.unitSize
         let readEnd = fileSize - offset < length ? fileSize : offset + length
-        if fileSize <= options.wholeFileLimit {
+        if fileSize <= wholeFileLimit(stream, options: options) {
             var next = stream
             next.expected = readEnd
             next.requestedUpTo = fileSize
@@ -59,8 +70,16 @@ public enum ReadPolicy {
             offset + slack >= stream.expected && offset <= max(stream.requestedUpTo, stream.expected + slack)
         guard sequential else {
             let reset = ReadStream(
-                expected: readEnd, window: options.initialWindow, requestedUpTo: demand.upperBound, growing: false)
+                expected: readEnd, window: stream.ranged ? unit : options.initialWindow,
+                requestedUpTo: demand.upperBound, growing: false, ranged: stream.ranged)
             return ReadDecision(sequential: false, demand: demand, prefetch: nil, stream: reset)
+        }
+        // A ranged stream's first read: what it asked for only (a sniffer reads a few KiB once).
+        if stream.ranged && stream.requestedUpTo == 0 {
+            var next = stream
+            next.expected = readEnd
+            next.requestedUpTo = demand.upperBound
+            return ReadDecision(sequential: true, demand: demand, prefetch: nil, stream: next)
         }
         var next = stream
         next.expected = max(stream.expected, readEnd)
@@ -81,6 +100,22 @@ public enum ReadPolicy {
         guard start < end else { return ReadDecision(sequential: true, demand: demand, prefetch: nil, stream: next) }
         next.requestedUpTo = end
         return ReadDecision(sequential: true, demand: demand, prefetch: start..<end, stream: next)
+    }
+
+    /// The stream made ranged (a thumbnailer's or sniffer's reads, from now on): its window starts
+    /// at one unit.
+    public static func ranged(_ stream: ReadStream, options: ReaderOptions) -> ReadStream {
+        guard !stream.ranged else { return stream }
+        var next = stream
+        next.ranged = true
+        next.window = min(stream.window, options.unitSize)
+        return next
+    }
+
+    /// Files up to this size are fetched whole for the stream, and every read waits for their
+    /// content_hash check: `options.wholeFileLimit`, none for a ranged stream.
+    public static func wholeFileLimit(_ stream: ReadStream, options: ReaderOptions) -> UInt64 {
+        stream.ranged ? 0 : options.wholeFileLimit
     }
 
     /// `range` cut at the multiples of `maxPart` into requests of at most `maxPart` bytes.

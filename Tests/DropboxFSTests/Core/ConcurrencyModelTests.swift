@@ -378,7 +378,7 @@ extension CoreTests {
                     if Bool.random(using: &random) {
                         let fs = mounted.fs
                         let target = Self.randomFolder(fs, using: &random)
-                        let (path, listingPath) = fs.tree.state.withLock { t in
+                        let (path, listingPath) = fs.tree.read { t in
                             (t.tree.path(of: target), t.tree.listingPath(of: target))
                         }
                         lastListed = path
