@@ -8,9 +8,13 @@
 // every schedule everything is let through, and the mounted tree, and then the stored one, must
 // equal the account. No sleeps: the schedule waits for conditions (docs/TESTING.md has the figures).
 //
-// CI runs a quick slice (one schedule per adversarial mode set, a few more of all modes at once),
-// without case drift, whose known divergence is left to the long run (`knownDivergence`, below);
-// DROPBOXFS_CONCURRENCY_SEEDS=N runs N schedules per mode set with bigger trees and longer schedules.
+// Some schedules aim at the window an older listing needs to land over a newer one: a user's
+// listing held with its reply taken, a change to its folder, a cursor reset, and the listing let go
+// only after the refill ended (docs/TESTING.md has how often this catches the bug it guards).
+// CI runs a quick slice (one schedule per adversarial mode set, a few more of all modes at once);
+// DROPBOXFS_CONCURRENCY_SEEDS=N runs N schedules per mode set with bigger trees and longer
+// schedules (DROPBOXFS_CONCURRENCY_SMALL=1 keeps the slice's sizes, DROPBOXFS_CONCURRENCY_SEED_BASE
+// picks another set of seeds).
 // Which reply is pending at a step depends on the threads, so a seed fixes the schedule's choices
 // but not every interleaving; a failure prints the seed and the schedule's log.
 
@@ -44,20 +48,12 @@ extension CoreTests {
         /// long run: many cheap schedules rather than few big ones.
         static let smallSchedules = ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_SMALL"] == "1"
 
-        /// Left out of the quick slice CI runs, with why. A case-drift schedule (seed 5006, under
-        /// load) once ended with a file missing from the mounted tree (`/😀/ẞ./ß`), most likely the
-        /// final check racing a late reset's refill, which the second canary below now waits out
-        /// (docs/TESTING.md, "Known divergences"). Until that is confirmed over many loaded runs it
-        /// stays out of CI and in the long run (DROPBOXFS_CONCURRENCY_SEEDS).
-        static let knownDivergence: AdversarialModes = .caseDrift
-
         static let scenarios: [Scenario] = {
             var out: [Scenario] = []
             var n = 0
             for listed in ReferenceModelTests.modeSets {
-                let modes = longSeeds > 0 ? listed : listed.subtracting(knownDivergence)
-                if longSeeds == 0 && listed == knownDivergence { continue }
-                let seeds = longSeeds > 0 ? longSeeds : (modes == .all.subtracting(knownDivergence) ? 3 : 1)
+                let modes = listed
+                let seeds = longSeeds > 0 ? longSeeds : (modes == .all ? 3 : 1)
                 for _ in 0..<seeds {
                     n += 1
                     out.append(
@@ -85,6 +81,10 @@ extension CoreTests {
                 /// (`aim`); set back to nil once that listing is held.
                 var aimed: String?
                 var aimedHeld = false
+                /// Held calls released only by `releaseLate` (or `openAll`): the aimed listing.
+                var late: Set<UInt64> = []
+                /// The lowercased path of each held listing of a folder by itself.
+                var heldListings: [UInt64: String] = [:]
                 var open = false
                 /// Cursors of listings with more pages: their continue is a listing's page.
                 var listingCursors: Set<String> = []
@@ -95,6 +95,10 @@ extension CoreTests {
                 /// then. They make the windows a race needs (a slow cursor, a slow page).
                 var slow: Set<UInt64> = []
             }
+
+            /// Set in the task of the user whose listing is aimed at: only that user's listing
+            /// (and no listing of the fill's of the same folder) takes the aim.
+            @TaskLocal static var aimedCaller = false
 
             let base: InMemoryDropbox
             var forwardee: any DropboxClient { base }
@@ -118,6 +122,12 @@ extension CoreTests {
             /// Whether the aimed listing is held (its reply taken).
             var aimedHeld: Bool { state.withLock { $0.aimedHeld } }
 
+            /// Whether a listing of the folder at `listingPath` by itself is held (a user's request
+            /// that joined a listing already running waits for that one).
+            func holdsListing(of listingPath: String) -> Bool {
+                state.withLock { s in s.heldListings.values.contains(listingPath.lowercased()) }
+            }
+
             /// Whether the next call's reply is taken from the fake before it is held (a server that
             /// answers at once, slow to deliver) rather than when it is released (a slow server).
             private func snapshotEarly() -> Bool { state.withLock { $0.random.next() % 2 == 0 } }
@@ -133,8 +143,42 @@ extension CoreTests {
                     defer {
                         s.pending = [:]
                         s.slow = []
+                        s.late = []
+                        s.heldListings = [:]
                     }
                     return Array(s.pending.values)
+                }
+                for waiter in waiters { waiter.resume(returning: nil) }
+            }
+
+            /// Whether a call waits for `releaseLate`.
+            var holdsLate: Bool { state.withLock { !$0.late.isEmpty } }
+
+            /// Lets every held call go but the late ones, and every later one pass.
+            func openAllButLate() {
+                let waiters = state.withLock { s -> [CheckedContinuation<DropboxError?, Never>] in
+                    s.open = true
+                    let ids = s.pending.keys.filter { !s.late.contains($0) }
+                    return ids.compactMap { id in
+                        s.slow.remove(id)
+                        s.failable[id] = nil
+                        s.heldListings[id] = nil
+                        return s.pending.removeValue(forKey: id)
+                    }
+                }
+                for waiter in waiters { waiter.resume(returning: nil) }
+            }
+
+            /// Lets the calls held for late release go.
+            func releaseLate() {
+                let waiters = state.withLock { s in
+                    defer { s.late = [] }
+                    return s.late.compactMap { id -> CheckedContinuation<DropboxError?, Never>? in
+                        s.slow.remove(id)
+                        s.failable[id] = nil
+                        s.heldListings[id] = nil
+                        return s.pending.removeValue(forKey: id)
+                    }
                 }
                 for waiter in waiters { waiter.resume(returning: nil) }
             }
@@ -145,13 +189,14 @@ extension CoreTests {
             /// Releases one held call picked by `random`, failing it (a listing's only) when `fail`.
             /// Returns what it did.
             func releaseOne(using random: inout SplitMix, fail: Bool) -> String? {
-                let (all, slow) = state.withLock { s in (s.pending.keys.sorted(), s.slow) }
+                let (all, slow) = state.withLock { s in (s.pending.keys.filter { !s.late.contains($0) }.sorted(), s.slow) }
                 let quick = all.filter { !slow.contains($0) }
                 let ids = quick.isEmpty || Int.random(in: 0..<8, using: &random) == 0 ? all : quick
                 guard !ids.isEmpty else { return nil }
                 let id = ids[Int.random(in: 0..<ids.count, using: &random)]
                 let (waiter, failable) = state.withLock { s in
                     s.slow.remove(id)
+                    s.heldListings[id] = nil
                     return (s.pending.removeValue(forKey: id), s.failable.removeValue(forKey: id) ?? false)
                 }
                 guard let waiter else { return nil }
@@ -161,7 +206,9 @@ extension CoreTests {
             }
 
             /// `slowOdds`: one call in that many is slow.
-            private func gate(failable: Bool, slowOdds: UInt64 = 5, aimed: Bool = false) async throws(DropboxError) {
+            private func gate(
+                failable: Bool, slowOdds: UInt64 = 5, aimed: Bool = false, listing: String? = nil
+            ) async throws(DropboxError) {
                 let id = state.withLock { s in
                     s.next += 1
                     return s.next
@@ -174,8 +221,13 @@ extension CoreTests {
                             if Task.isCancelled { return .some(cancelled) }
                             s.pending[id] = continuation
                             s.failable[id] = failable
-                            if s.random.next() % slowOdds == 0 || aimed { s.slow.insert(id) }
-                            if aimed { s.aimedHeld = true }
+                            if aimed {
+                                s.late.insert(id)
+                                s.aimedHeld = true
+                            } else if s.random.next() % slowOdds == 0 {
+                                s.slow.insert(id)
+                            }
+                            if let listing { s.heldListings[id] = listing }
                             return nil
                         }
                         if let now { continuation.resume(returning: now) }
@@ -184,6 +236,8 @@ extension CoreTests {
                     let waiter = state.withLock { s in
                         s.failable[id] = nil
                         s.slow.remove(id)
+                        s.late.remove(id)
+                        s.heldListings[id] = nil
                         return s.pending.removeValue(forKey: id)
                     }
                     waiter?.resume(returning: cancelled)
@@ -203,16 +257,19 @@ extension CoreTests {
                 defer { leave() }
                 // A folder's own listing is slow more often: the older listing that lands late.
                 let aimed = state.withLock { s in
-                    guard !arg.recursive, let path = s.aimed, path == arg.path.lowercased() else { return false }
+                    guard Self.aimedCaller, !arg.recursive, let path = s.aimed, path == arg.path.lowercased() else {
+                        return false
+                    }
                     s.aimed = nil
                     return true
                 }
                 let early = aimed || snapshotEarly()
                 let odds: UInt64 = arg.recursive ? 5 : 2
-                if !early { try await gate(failable: true, slowOdds: odds) }
+                let listing = arg.recursive ? nil : arg.path.lowercased()
+                if !early { try await gate(failable: true, slowOdds: odds, listing: listing) }
                 let page = try await base.listFolder(arg)
                 note(page)
-                if early { try await gate(failable: true, slowOdds: odds, aimed: aimed) }
+                if early { try await gate(failable: true, slowOdds: odds, aimed: aimed, listing: listing) }
                 return page
             }
 
@@ -369,31 +426,45 @@ extension CoreTests {
                     }
                     try await mutator.mutate(log: &log)
                 case 95..<97:
-                    // Half the time, the window a refill opens: a user lists a folder the fill has
+                    // The window a refill opens: a user lists a folder the fill has
                     // not listed yet, the folder changes right after that listing's snapshot, and
                     // then the cursors are reset. The refill takes a cursor after the change and
                     // lists the folder again, so its listing is newer than the user's, and the
-                    // change is in no batch after the refill's cursor: when the user's listing is
-                    // released last it must not land over the refill's.
-                    if Bool.random(using: &random) {
-                        let fs = mounted.fs
-                        let target = Self.randomFolder(fs, using: &random)
-                        let (path, listingPath) = fs.tree.read { t in
-                            (t.tree.path(of: target), t.tree.listingPath(of: target))
-                        }
+                    // change is in no batch after the refill's cursor. The user's listing is let
+                    // go only after the fill ended (below the steps), and must not land over the
+                    // refill's. Not a folder whose listing is in flight already (the user's
+                    // request joins it: no call of its own comes).
+                    let fs = mounted.fs
+                    let target = Self.randomFolder(fs, using: &random)
+                    let (path, listingPath, ref) = fs.tree.read { t in
+                        (t.tree.path(of: target), t.tree.listingPath(of: target), t.tree.ref(target))
+                    }
+                    let listing = fs.sync.state.withLock { $0.listings[ref] != nil }
+                    if !listing {
                         lastListed = path
-                        let started = users.count
                         gate.aim(listingPath)
+                        let answered = Ended()
                         users.append(
                             Task {
-                                _ = try? await names(fs, UInt64(target))
+                                await ScheduleGate.$aimedCaller.withValue(true) {
+                                    _ = try? await names(fs, UInt64(target))
+                                }
+                                answered.add()
                                 ended.add()
                             })
                         log.append("ls \(target) before a reset")
-                        // Held with its reply taken; or answered without a listing of its own
-                        // (complete, or a covering listing came), or it failed.
-                        try await waitUntil("the listing of \(path.debugDescription) reached the server", timeout: .seconds(30)) {
-                            gate.aimedHeld || ended.value > started
+                        // Held with its reply taken, or joined a held listing of the folder; or
+                        // answered without a listing of its own (a covering listing completed
+                        // the folder), or failed. A request that joined a listing started a moment
+                        // before, now waiting for a later page of it, waits for the steps: after
+                        // a while the schedule goes on without the aim (this costs the schedule
+                        // its aim, never its verdict).
+                        do {
+                            try await waitUntil("the listing of \(path.debugDescription) reached the server", timeout: .seconds(3)) {
+                                gate.aimedHeld || answered.value > 0 || gate.holdsListing(of: listingPath)
+                            }
+                        } catch {
+                            log.append("the aim missed")
                         }
                         gate.aim(nil)
                         _ = try await Self.change(in: path, fake, &mutator, using: &random, log: &log)
@@ -417,6 +488,17 @@ extension CoreTests {
             if ProcessInfo.processInfo.environment["DROPBOXFS_CONCURRENCY_DEBUG"] != nil {
                 let kinds = Dictionary(grouping: log.map { String($0.split(separator: " ").first ?? "") }, by: { $0 }).mapValues(\.count)
                 print("SCHEDULE \(scenario.seed): \(kinds.sorted { $0.key < $1.key }) \(mounted.fs.syncStatus())")
+            }
+            // An aimed listing lands only once the fill that started after its reset has ended:
+            // its snapshot is then older than the fill's listing of its folder.
+            if gate.holdsLate {
+                gate.openAllButLate()
+                let fs = mounted.fs
+                try await waitUntil("the fill ended before the aimed listing lands: \(fs.syncStatus())") {
+                    fs.syncStatus().contains("phase=watching")
+                }
+                gate.releaseLate()
+                log.append("release the aimed listing")
             }
             // Everything is let through; the mount must then follow the account.
             gate.openAll()
