@@ -70,8 +70,7 @@ enum Operations {
     }
 
     static func statfs(_ request: FUSERequest) {
-        let core = request.core
-        request.answer(.later { () throws(FilesystemError) -> Reply in .statfs(try await core.statistics()) })
+        request.answer(request.core.statfs().map { .statfs($0) })
     }
 
     /// Opening for writing (or with O_TRUNC) answers EROFS.
@@ -81,11 +80,7 @@ enum Operations {
     }
 
     static func read(_ request: FUSERequest, size: Int, offset: Int, handle: UInt64) {
-        let core = request.core
-        request.answer(
-            .later { () throws(FilesystemError) -> Reply in
-                .bytes(try await core.read(handle: handle, offset: UInt64(max(0, offset)), size: size))
-            })
+        request.answer(request.core.read(handle, at: UInt64(max(0, offset)), size: size).map { .bytes($0) })
     }
 
     static func release(_ request: FUSERequest, handle: UInt64?) {

@@ -46,8 +46,14 @@ extension Filesystem {
     }
 
     /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to (or from the
-    /// export it holds): fewer only at the end of the file.
-    public func read(handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
+    /// export it holds): fewer only at the end of the file. Always answered later, even when the
+    /// bytes are at hand: a read may wait for a download, and waits where an interrupt reaches it.
+    public func read(_ handle: UInt64, at offset: UInt64, size: Int) -> Answer<[UInt8]> {
+        .later { [self] () async throws(FilesystemError) -> [UInt8] in try await read(handle: handle, offset: offset, size: size) }
+    }
+
+    /// The later answer of `read`.
+    func read(handle: UInt64, offset: UInt64, size: Int) async throws(FilesystemError) -> [UInt8] {
         if exports.owns(handle) { return try exports.read(handle, offset: offset, size: size) }
         return try await reader.read(handle, offset: offset, size: size)
     }
