@@ -48,12 +48,13 @@ extension Filesystem {
     }
 }
 
-/// A piece of a listing that takes every entry's name.
+/// A piece of a listing that takes every entry offered.
 struct EntryNames: DirectoryPiece {
-    var names: [String] = []
+    var entries: [DirectoryEntry] = []
+    var names: [String] { entries.map(\.name) }
 
     mutating func add(_ entry: DirectoryEntry, nextOffset: UInt64) -> Bool {
-        names.append(entry.name)
+        entries.append(entry)
         return true
     }
 }
