@@ -57,12 +57,13 @@ enum Operations {
     /// bytes.
     static func readdir(_ request: FUSERequest, size: Int, offset: UInt64, plus: Bool) {
         let piece = DirectoryBuffer(size: size, plus: plus, timeouts: request.timeouts)
+        let answer = request.core.readDirectory(
+            request.inode, from: offset, countingLookups: plus, caller: request.caller, into: piece)
         request.answer(
-            request.core.readDirectory(request.inode, from: offset, countingLookups: plus, caller: request.caller, into: piece)
-                .map { piece in
-                    var piece = piece
-                    return .bytes(piece.take())
-                })
+            answer.map { piece in
+                var piece = piece
+                return .bytes(piece.take())
+            })
     }
 
     static func releasedir(_ request: FUSERequest) {

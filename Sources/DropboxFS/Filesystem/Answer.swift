@@ -39,7 +39,9 @@ public enum Answer<Value: Sendable>: Sendable {
     ) -> Answer<Other> {
         switch self {
         case .now(let result):
-            return Answer<Other>.deciding { () throws(FilesystemError) -> Answer<Other> in .now(.success(try transform(result))) }
+            return Answer<Other>.deciding { () throws(FilesystemError) -> Answer<Other> in
+                .now(.success(try transform(result)))
+            }
         case .later(let work):
             return .later { () async throws(FilesystemError) -> Other in
                 let result: Result<Value, FilesystemError>

@@ -49,7 +49,9 @@ extension Filesystem {
     /// export it holds): fewer only at the end of the file. Always answered later, even when the
     /// bytes are at hand: a read may wait for a download, and waits where an interrupt reaches it.
     public func read(_ handle: UInt64, at offset: UInt64, size: Int) -> Answer<[UInt8]> {
-        .later { [self] () async throws(FilesystemError) -> [UInt8] in try await read(handle: handle, offset: offset, size: size) }
+        .later { [self] () async throws(FilesystemError) -> [UInt8] in
+            try await read(handle: handle, offset: offset, size: size)
+        }
     }
 
     /// The later answer of `read`.

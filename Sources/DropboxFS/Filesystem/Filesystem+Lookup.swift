@@ -39,7 +39,9 @@ extension Filesystem {
 
     /// The later answer of `lookup`: lists the folder when needed, and waits (briefly) for the
     /// kernel to drop the caller's cached lean listings when a file was found in one.
-    private func lookupListing(parent: UInt64, name: String, caller: Caller) async throws(FilesystemError) -> FileAttributes {
+    private func lookupListing(
+        parent: UInt64, name: String, caller: Caller
+    ) async throws(FilesystemError) -> FileAttributes {
         let parentIndex = try Self.index(parent)
         let fold = FoldKey(name)
         var listed = false

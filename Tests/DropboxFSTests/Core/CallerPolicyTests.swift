@@ -34,7 +34,8 @@ extension CoreTests {
 
         /// Which child entries of a readdirplus listing of `folder` went lean, by name.
         static func leanNames(_ fs: Filesystem, _ folder: UInt64, _ caller: Caller) async throws -> [String] {
-            let piece = try await fs.readDirectory(folder, from: 0, countingLookups: true, caller: caller, into: EntryNames()).value
+            let answer = fs.readDirectory(folder, from: 0, countingLookups: true, caller: caller, into: EntryNames())
+            let piece = try await answer.value
             return piece.entries.filter(\.lean).map(\.name)
         }
 
@@ -60,7 +61,7 @@ extension CoreTests {
             }
             #expect(fs.callerStatusFields == "lean_listings=2 file_lookups=1")
             #expect(try fs.lookup(parent: folders[2], name: "f", caller: walker).now()?.kind == .file, "dropped once")
-            #expect(try await Self.leanNames(fs, folders[3], walker) == [], "a walker that looked a file up lists in full")
+            #expect(try await Self.leanNames(fs, folders[3], walker) == [], "a walker that looked a file up: full")
         }
 
         @Test func aFileManagerNeverWalksLean() async throws {

@@ -265,12 +265,14 @@ extension CoreTests {
             let caller = Caller(pid: getpid(), uid: getuid())
             #expect(fs.readDirectory(d, from: 0, countingLookups: false, caller: caller, into: EntryNames()).isLater)
             #expect(fs.openDirectory(d, caller: caller).isLater)
-            let listed = try await fs.readDirectory(d, from: 0, countingLookups: false, caller: caller, into: EntryNames()).value
+            let listing = fs.readDirectory(d, from: 0, countingLookups: false, caller: caller, into: EntryNames())
+            let listed = try await listing.value
             #expect(listed.names == [".", "..", "x"])
             let opened = try #require(try fs.openDirectory(d, caller: caller).now())
             #expect(opened.cacheListing)
             clock.advance(by: 11)
-            let later = try fs.readDirectory(d, from: 2, countingLookups: false, caller: caller, into: EntryNames()).now()
+            let later = try fs.readDirectory(d, from: 2, countingLookups: false, caller: caller, into: EntryNames())
+                .now()
             #expect(later?.names == ["x"], "a later piece is served from the expired listing")
             #expect(fs.readDirectory(d, from: 0, countingLookups: false, caller: caller, into: EntryNames()).isLater)
             let reopened = try await fs.openDirectory(d, caller: caller).value
