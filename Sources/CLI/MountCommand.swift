@@ -120,6 +120,7 @@ enum MountCommand {
             })
         options.statusFields = DaemonStatus.fields(
             logFile: Daemon.isChild ? try configuration.logFilePath() : configuration.logFile, pacer: pacer)
+        options.leanWalkAfter = configuration.leanWalkAfter
         // A tree served offline is tied to the credentials by what they say of themselves (an
         // account id, a token's tag): once Dropbox answers, it names the account before the tree
         // is caught up.
@@ -141,7 +142,7 @@ enum MountCommand {
             timeouts: CacheTimeouts(
                 entry: configuration.attrTimeout, attributes: configuration.attrTimeout,
                 negative: configuration.attrTimeout),
-            leanWalkAfter: configuration.leanWalkAfter, refusesKernelInit: configuration.refusesKernelInit)
+            refusesKernelInit: configuration.refusesKernelInit)
         if let file = configuration.clockJumpFile {
             Log.warning(
                 "\(MountConfiguration.clockJumpVariable)=\(Log.escaped(file)) (a test hook): "
@@ -153,7 +154,6 @@ enum MountCommand {
         let session = FUSESession(
             filesystem: adapter, mountpoint: mountpoint, mountOptions: configuration.mountOptions,
             maxThreads: configuration.threads, spinMicroseconds: configuration.spinMicroseconds)
-        core.setInvalidationHandler { session.invalidate($0) }
         defer {
             core.stop()
             // Bounded, as the disk cache's writes are: the store's disk may have stopped answering.
@@ -222,7 +222,7 @@ struct MountConfiguration {
     var threads: Int
     /// SessionLoop's spin; 0 selects libfuse's multi-threaded loop of `threads`.
     var spinMicroseconds: Int
-    /// Folders a thread reads before files go lean in its listings (FUSEAdapter's Walkers); 0 never.
+    /// Folders a thread reads before files go lean in its listings (DropboxFS's Walkers); 0 never.
     var leanWalkAfter: Int
     /// Recursive listings in flight during the whole-account fill (1: one chain of pages).
     var fillParallel: Int

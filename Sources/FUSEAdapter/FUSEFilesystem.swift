@@ -1,6 +1,5 @@
 // The object libfuse's callbacks reach through the session userdata: the filesystem core plus the
-// kernel cache settings, the owner of the requests in flight (RequestOwner.swift), which processes
-// are file managers (FileManagers.swift), which threads walk lean (Walkers.swift), the failure
+// kernel cache settings, the owner of the requests in flight (RequestOwner.swift), the failure
 // counts (OperationFailures.swift), and what the init callback records when the kernel connects
 // (whether opendir is answered at all, see FUSEOperations.configure; that it ran, KernelInit.swift).
 
@@ -22,22 +21,16 @@ public final class FUSEFilesystem: Sendable {
     /// The max_read mount option (0: none), which the init callback must ask for too. Set by
     /// FUSESession.run before the session exists.
     let maxRead = Atomic<UInt32>(0)
-    /// Whose folder listings ask the core for thumbnails.
-    let fileManagers = FileManagers()
     /// Failed requests per operation (the one failure path logs and counts them).
     let failures = OperationFailures()
-    /// Which threads' listings carry files lean (names and types only).
-    let walkers: Walkers
     /// Test-only (DROPBOXFS_TEST_REFUSE_INIT, docs/TESTING.md "Test-only hooks"): the init
     /// callback asks for what libfuse refuses, so tests can see a mount whose INIT fails.
     let refusesKernelInit: Bool
 
-    /// `leanWalkAfter`: the folders a thread reads with full listings before its files go lean
-    /// (Walkers.swift); 0 keeps every listing full. `refusesKernelInit`: for tests only.
-    public init(core: Filesystem, timeouts: CacheTimeouts, leanWalkAfter: Int = 0, refusesKernelInit: Bool = false) {
+    /// `refusesKernelInit`: for tests only.
+    public init(core: Filesystem, timeouts: CacheTimeouts, refusesKernelInit: Bool = false) {
         self.core = core
         self.timeouts = timeouts
-        self.walkers = Walkers(after: leanWalkAfter)
         self.refusesKernelInit = refusesKernelInit
     }
 

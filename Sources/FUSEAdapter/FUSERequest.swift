@@ -1,7 +1,7 @@
-// One kernel request and the one shape every operation answers it in (Operations.swift): `answer`
-// runs the core call on the FUSE thread that received the request, and from a Task when the core
-// must wait (a listing, a download, an export); whatever the core returns becomes a Reply, and
-// whatever it throws goes to `fail`, the one failure path (OperationFailures.swift: errno, log
+// One kernel request and the one place it is answered (Operations.swift): `answer` takes the core's
+// Answer (DropboxFS's Answer.swift) turned into a Reply, sends it at once when it is answered now,
+// and runs it from a Task when the core must wait (a listing, a download, an export); whatever
+// fails goes to `fail`, the one failure path (OperationFailures.swift: errno, log
 // line, count). Each reply goes through the request owner (RequestOwner.swift), which sends it
 // only while the session can take it; requests answered from a Task are registered with it first,
 // so an interrupt cancels their Task and an unmount fails them. Each request is answered once.
@@ -44,47 +44,32 @@ struct FUSERequest: Sendable {
 
     /// The thread that made the request and its uid, as the kernel reports them. Only on the FUSE
     /// thread that received the request (before it is answered).
-    var caller: (pid: Int32, uid: UInt32) {
+    var caller: Caller {
         let context = fuse_req_ctx(raw.pointer).pointee
-        return (context.pid, context.uid)
+        return Caller(pid: context.pid, uid: context.uid)
     }
 
-    /// Answers with what `now` returns, on this thread.
-    func answer(_ now: () throws(FilesystemError) -> Reply) {
-        do throws(FilesystemError) {
-            send(try now())
-        } catch {
-            fail(error)
-        }
+    /// Answers with what `reply` returns, on this thread (an operation that never waits).
+    func answer(_ reply: () throws(FilesystemError) -> Reply) {
+        answer(.now(Result(catching: reply)))
     }
 
-    /// Answers with what `now` returns on this thread, or when it returns nil (the core must
-    /// wait), with what `later` returns, from a Task.
-    func answer(
-        now: () throws(FilesystemError) -> Reply?, later: @escaping @Sendable () async throws(FilesystemError) -> Reply
-    ) {
-        do throws(FilesystemError) {
-            if let reply = try now() {
-                send(reply)
-                return
-            }
-        } catch {
-            fail(error)
-            return
-        }
-        answerLater(later)
-    }
-
-    /// Answers from a Task with what `later` returns: the request is registered with its owner, an
-    /// interrupt cancels the Task, and an unmount fails the request if it has not answered by then.
-    func answerLater(_ later: @escaping @Sendable () async throws(FilesystemError) -> Reply) {
-        let (raw, filesystem, operation, inode) = (self.raw, self.filesystem, self.operation, self.inode)
-        filesystem.requests.later(raw) { id in
-            let request = FUSERequest(raw: raw, filesystem: filesystem, operation, inode: inode, id: id)
-            do throws(FilesystemError) {
-                request.send(try await later())
-            } catch {
-                request.fail(error)
+    /// Answers the core's answer: at once when it is answered now; from a Task when it comes
+    /// later, the request registered with its owner first, so an interrupt cancels the Task and an
+    /// unmount fails the request if it has not answered by then.
+    func answer(_ answer: Answer<Reply>) {
+        switch answer {
+        case .now(.success(let reply)): send(reply)
+        case .now(.failure(let error)): fail(error)
+        case .later(let work):
+            let (raw, filesystem, operation, inode) = (self.raw, self.filesystem, self.operation, self.inode)
+            filesystem.requests.later(raw) { id in
+                let request = FUSERequest(raw: raw, filesystem: filesystem, operation, inode: inode, id: id)
+                do throws(FilesystemError) {
+                    request.send(try await work())
+                } catch {
+                    request.fail(error)
+                }
             }
         }
     }

@@ -2,7 +2,8 @@
 // signal handlers, mount, wait until the kernel's INIT was answered (KernelInit.swift; only then
 // does the mount count as started), run the loop (SessionLoop's, or libfuse's multi-threaded one)
 // until unmounted or signalled, then tear down.
-// Kernel cache invalidations also go through here, since they need the session.
+// Kernel cache invalidations also go through here, since they need the session: it installs itself
+// as the core's invalidation handler when it is made (the core lets go of it at `stop`).
 //
 // Teardown, whatever ended the loop (`fusermount3 -u`, SIGTERM, SIGINT, SIGHUP, or a lazy unmount
 // noticed by DetachWatch): the request owner fails every request still in flight and refuses new
@@ -71,6 +72,7 @@ public final class FUSESession: Sendable {
         self.maxThreads = maxThreads
         self.spinMicroseconds = SessionLoop.spinMicroseconds(requested: spinMicroseconds)
         self.readaheadKilobytes = readaheadKilobytes
+        filesystem.core.setInvalidationHandler { [self] in invalidate($0) }
     }
 
     /// Mounts, waits until the kernel's INIT was answered (KernelInit.swift), calls `mounted`, and

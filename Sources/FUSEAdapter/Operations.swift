@@ -1,54 +1,33 @@
 // Every FUSE operation, each one function of one shape: given its decoded request (FUSEOperations
-// decodes libfuse's arguments), it calls the core and turns the result into a Reply
-// (`request.answer`); any error goes to the one failure path (FUSERequest.fail). Operations the
-// core may have to wait for (lookup, opendir and readdir of a folder not listed yet or waiting for
-// thumbnails, open of an export-only document or of a file with a disk cache entry, read, statfs)
-// answer from a Task when they must, so a FUSE thread never waits on the network or the disk.
-// Nothing here knows about Dropbox or decides about caching; which process is a file manager is the
-// adapter's to tell (FileManagers.swift), what to do about it the core's. Every operation that would change the filesystem answers EROFS.
+// decodes libfuse's arguments), it calls the core's one entry for the operation, with the request's
+// caller where the core's caller policies need it (file managers, lean walkers), and turns the
+// answer into a Reply (`request.answer`); any error goes to the one failure path
+// (FUSERequest.fail). The core answers now or later (lookup, opendir and readdir of a folder not
+// listed yet or waiting for thumbnails, open of an export-only document or of a file with a disk
+// cache entry; read and statfs always later), and a later answer comes from a Task, so a FUSE
+// thread never waits on the network or the disk. Nothing here knows about Dropbox or decides about
+// caching or callers. Every operation that would change the filesystem answers EROFS.
 
 import DropboxFS
 
 enum Operations {
-    /// A file looked up is also a sign that its caller wants files' attributes (Walkers.swift).
-    /// A lookup in a folder listed lean is answered from a Task, once the kernel's cached lean
-    /// listings are dropped (or after `Walkers.dropWait`), so the caller's next folders are listed
-    /// afresh rather than looked up file by file.
+    /// No such name is an answer the kernel may remember (a negative entry), not a failure.
     static func lookup(_ request: FUSERequest, parent: UInt64, name: String) {
-        let (core, timeouts, walkers, pid) = (request.core, request.timeouts, request.filesystem.walkers, request.caller.pid)
+        let timeouts = request.timeouts
         request.answer(
-            now: { () throws(FilesystemError) -> Reply? in
-                // Asked before the lookup counts a kernel reference: `later` counts its own.
-                if walkers.listedLean(parent) { return nil }
-                switch try core.lookupCached(parent: parent, name: name) {
-                case .found(let attributes):
-                    if attributes.kind != .folder {
-                        let dropped = walkers.lookedUpFile(pid: pid, in: parent)
-                        if !dropped.isEmpty { Task { await core.dropKernelListings(dropped, waitingAtMost: 0) } }
-                    }
-                    return .entry(attributes, timeouts)
-                case .notFound: return .negativeEntry(timeout: timeouts.negative)
-                case .needsListing: return nil
-                }
-            },
-            later: { () throws(FilesystemError) -> Reply in
-                do throws(FilesystemError) {
-                    let attributes = try await core.lookup(parent: parent, name: name)
-                    if attributes.kind != .folder {
-                        let dropped = walkers.lookedUpFile(pid: pid, in: parent)
-                        if !dropped.isEmpty { await core.dropKernelListings(dropped, waitingAtMost: Walkers.dropWait) }
-                    }
-                    return .entry(attributes, timeouts)
-                } catch .notFound {
-                    return .negativeEntry(timeout: timeouts.negative)
+            request.core.lookup(parent: parent, name: name, caller: request.caller).mapResult {
+                result throws(FilesystemError) -> Reply in
+                switch result {
+                case .success(let attributes): return .entry(attributes, timeouts)
+                case .failure(.notFound): return .negativeEntry(timeout: timeouts.negative)
+                case .failure(let error): throw error
                 }
             })
     }
 
     static func forget(_ request: FUSERequest, _ forgets: [(inode: UInt64, count: UInt64)]) {
         request.answer { () throws(FilesystemError) -> Reply in
-            for forget in forgets { request.core.forget(forget.inode, count: forget.count) }
-            request.filesystem.walkers.forgot(forgets.lazy.map(\.inode))
+            request.core.forget(forgets)
             return .forgotten
         }
     }
@@ -71,45 +50,20 @@ enum Operations {
             request.answer { () throws(FilesystemError) -> Reply in .noOpendir }
             return
         }
-        let (core, inode, isFileManager) = (request.core, request.inode, fileManagerCheck(request))
-        request.answer(
-            now: { () throws(FilesystemError) -> Reply? in
-                try core.openDirectoryCached(inode, isFileManager: isFileManager).map { .open(info.opened($0)) }
-            },
-            later: { () throws(FilesystemError) -> Reply in
-                .open(info.opened(try await core.openDirectory(inode, isFileManager: isFileManager)))
-            })
+        request.answer(request.core.openDirectory(request.inode, caller: request.caller).map { .open(info.opened($0)) })
     }
 
     /// readdir and readdirplus: one piece of a listing from `offset`, packed into at most `size`
-    /// bytes; in readdirplus, files go lean for a thread that walks (Walkers.swift).
+    /// bytes.
     static func readdir(_ request: FUSERequest, size: Int, offset: UInt64, plus: Bool) {
-        let (core, inode, timeouts, isFileManager) = (request.core, request.inode, request.timeouts, fileManagerCheck(request))
-        let lean = plus && request.filesystem.walkers.listsLean(
-            pid: request.caller.pid, folder: inode, firstPiece: offset == 0, isFileManager: isFileManager)
+        let piece = DirectoryBuffer(size: size, plus: plus, timeouts: request.timeouts)
+        let answer = request.core.readDirectory(
+            request.inode, from: offset, countingLookups: plus, caller: request.caller, into: piece)
         request.answer(
-            now: { () throws(FilesystemError) -> Reply? in
-                var piece = DirectoryBuffer(size: size, plus: plus, timeouts: timeouts)
-                let served = try core.readDirectoryCached(
-                    inode, from: offset, countingLookups: plus, leanFiles: lean, isFileManager: isFileManager
-                ) { entry, next in piece.add(entry, nextOffset: next) }
-                return served ? .bytes(piece.take()) : nil
-            },
-            later: { () throws(FilesystemError) -> Reply in
-                var piece = DirectoryBuffer(size: size, plus: plus, timeouts: timeouts)
-                try await core.readDirectory(
-                    inode, from: offset, countingLookups: plus, leanFiles: lean, isFileManager: isFileManager
-                ) { entry, next in piece.add(entry, nextOffset: next) }
+            answer.map { piece in
+                var piece = piece
                 return .bytes(piece.take())
             })
-    }
-
-    /// Whether the request comes from a file manager, asked by the core only while it writes
-    /// thumbnails. The caller is read now, on the FUSE thread; the answer may be asked later.
-    private static func fileManagerCheck(_ request: FUSERequest) -> @Sendable () -> Bool {
-        let caller = request.caller
-        let fileManagers = request.filesystem.fileManagers
-        return { fileManagers.isFileManager(pid: caller.pid, uid: caller.uid) }
     }
 
     static func releasedir(_ request: FUSERequest) {
@@ -117,38 +71,18 @@ enum Operations {
     }
 
     static func statfs(_ request: FUSERequest) {
-        let core = request.core
-        request.answerLater { () throws(FilesystemError) -> Reply in .statfs(try await core.statistics()) }
+        request.answer(request.core.statfs().map { .statfs($0) })
     }
 
-    /// Opening for writing (or with O_TRUNC) answers EROFS; an export-only document is exported
-    /// first, and a file with a disk cache entry has it opened first (off this thread: the disk
-    /// may stop answering), from a Task (Exports.swift, Reader/DiskWork.swift).
+    /// Opening for writing (or with O_TRUNC) answers EROFS.
     static func open(_ request: FUSERequest, info: FileInfo) {
-        let (core, inode) = (request.core, request.inode)
-        request.answer(
-            now: { () throws(FilesystemError) -> Reply? in
-                if info.wantsWriting { throw .readOnly }
-                do throws(FilesystemError) {
-                    return try core.openFileCached(inode).map { .open(info.opened($0)) }
-                } catch .notDownloadable {
-                    return nil
-                }
-            },
-            later: { () throws(FilesystemError) -> Reply in
-                do throws(FilesystemError) {
-                    return .open(info.opened(try await core.openFile(inode)))
-                } catch .notDownloadable {
-                    return .open(info.opened(try await core.openExport(inode)))
-                }
-            })
+        guard !info.wantsWriting else { return request.answer(.now(.failure(.readOnly))) }
+        request.answer(request.core.open(request.inode).map { .open(info.opened($0)) })
     }
 
     static func read(_ request: FUSERequest, size: Int, offset: Int, handle: UInt64) {
-        let (core, ranged) = (request.core, request.filesystem.fileManagers.readsRanges(pid: request.caller.pid))
-        request.answerLater { () throws(FilesystemError) -> Reply in
-            .bytes(try await core.read(handle: handle, offset: UInt64(max(0, offset)), size: size, ranged: ranged))
-        }
+        request.answer(
+            request.core.read(handle, at: UInt64(max(0, offset)), size: size, caller: request.caller).map { .bytes($0) })
     }
 
     static func release(_ request: FUSERequest, handle: UInt64?) {
@@ -158,15 +92,15 @@ enum Operations {
         }
     }
 
-    /// The root's status attribute also carries what only the adapter knows: the requests
-    /// waiting for an answer (`waiting=N`: a listing, a download, a token), the listing pieces
-    /// served lean and the files looked up (`lean_listings=N file_lookups=N`, Walkers.swift), and
-    /// the failure counts (OperationFailures).
+    /// The root's status attribute also carries the requests waiting for an answer (`waiting=N`:
+    /// a listing, a download, a token), which only the adapter knows, the listing pieces served
+    /// lean and the files looked up (`lean_listings=N file_lookups=N`, the core's caller
+    /// policies), and the failure counts (OperationFailures).
     static func getxattr(_ request: FUSERequest, name: String, size: Int) {
         request.answer { () throws(FilesystemError) -> Reply in
             var value = try request.core.extendedAttribute(name, of: request.inode)
             if request.inode == Filesystem.rootInode && name == Filesystem.statusAttribute {
-                value += " waiting=\(request.filesystem.requests.pendingCount) " + request.filesystem.walkers.statusFields
+                value += " waiting=\(request.filesystem.requests.pendingCount) " + request.core.callerStatusFields
                     + " " + request.filesystem.failures.statusFields
             }
             return try Reply.xattr(Array(value.utf8), size: size)

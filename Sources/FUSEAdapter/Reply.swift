@@ -183,7 +183,7 @@ enum StatConversion {
 /// as a kernel lookup). In readdirplus, "." and ".." carry inode 0, so they count as no lookup, and
 /// so do lean entries (DirectoryEntry.lean): the kernel then emits the name and type only.
 /// (libfuse's packing functions never use their request argument, so none is needed here.)
-struct DirectoryBuffer {
+struct DirectoryBuffer: DirectoryPiece {
     let plus: Bool
     let timeouts: CacheTimeouts
     private var buffer: [UInt8]

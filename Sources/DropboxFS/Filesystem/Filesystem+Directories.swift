@@ -4,11 +4,11 @@
 // kernels that allow it the adapter answers opendir with ENOSYS, and the kernel opens folders itself
 // with its readdir cache kept (FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR) and sends no releasedir.
 //
-// The adapter asks for a piece on its own thread (`readDirectoryCached`), and from a task
-// (`readDirectory`) when the folder must be listed first or a file manager's first piece waits for
-// the folder's thumbnails, as it does for lookups; opendir likewise. What the kernel may cache
-// (OpenedDirectory) is decided here; when a listing counts as current, by the tree's one rule
-// (LiveTree.isListed).
+// A piece, and opendir, are answered now (Answer.swift) when the folder is listed, and later when
+// the folder must be listed first or a file manager's first piece waits for the folder's
+// thumbnails (Filesystem+Callers.swift), as lookups are. What the kernel may cache
+// (OpenedDirectory) and which callers get files lean are decided here; when a listing counts as
+// current, by the tree's one rule (LiveTree.isListed).
 //
 // Offsets are cookies (Tree/DirectoryCookie.swift): a listing read while the folder changes
 // neither repeats nor skips an entry that did not change. The tree serves the pieces
@@ -24,8 +24,15 @@
 
 import DropboxAPI
 
+/// What a piece of a folder's listing is packed into (the adapter's is the kernel's buffer).
+public protocol DirectoryPiece: Sendable {
+    /// Takes `entry`, after which the listing resumes at `nextOffset`; false when it does not fit
+    /// (the piece is then full).
+    mutating func add(_ entry: DirectoryEntry, nextOffset: UInt64) -> Bool
+}
+
 extension Filesystem {
-    /// How the kernel may cache a folder it opened with opendir (OpenedDirectory).
+    /// How the kernel may cache a folder it opened with opendir.
     public struct OpenedDirectory: Sendable, Equatable {
         /// The kernel caches the folder's listing (until it is invalidated).
         public var cacheListing: Bool
@@ -33,53 +40,50 @@ extension Filesystem {
         public var keepCachedListing: Bool
     }
 
-    /// Opens a folder for the kernel without waiting, when it can: nil when the folder must be
-    /// listed first, or a file manager waits for its thumbnails (`isFileManager` is asked only
-    /// while the core writes thumbnails): then call `openDirectory`.
-    public func openDirectoryCached(_ inode: UInt64, isFileManager: () -> Bool) throws(FilesystemError) -> OpenedDirectory? {
-        guard try servesNow(inode, firstPiece: true, isFileManager: isFileManager) else { return nil }
-        return openedDirectory(inode)
+    /// Opens a folder for the kernel: now when it is listed, later once it is listed and, for a
+    /// file manager, once the folder's thumbnails are written (or after a short wait).
+    public func openDirectory(_ inode: UInt64, caller: Caller) -> Answer<OpenedDirectory> {
+        .deciding { () throws(FilesystemError) -> Answer<OpenedDirectory> in
+            if try servesNow(inode, firstPiece: true, caller: caller) { return .now(.success(openedDirectory(inode))) }
+            return .later { [self] () async throws(FilesystemError) -> OpenedDirectory in
+                try await prepare(inode, firstPiece: true, caller: caller)
+                return openedDirectory(inode)
+            }
+        }
     }
 
-    /// Opens a folder for the kernel, listing it first when needed, and for a file manager once
-    /// the folder's thumbnails are written (or after a short wait).
-    public func openDirectory(_ inode: UInt64, isFileManager: () -> Bool) async throws(FilesystemError) -> OpenedDirectory {
-        try await prepare(inode, firstPiece: true, isFileManager: isFileManager)
-        return openedDirectory(inode)
-    }
-
-    /// Serves a piece of a folder's listing without waiting, when it can: offers the entries after
-    /// offset `cookie` (0: from the start) to `add` until it returns false, and returns true.
-    /// Returns false, having offered nothing, when the folder must be listed first, or when a file
-    /// manager's first piece waits for the folder's thumbnails (`isFileManager` is asked only
-    /// then): call `readDirectory` then. `nextOffset` is the cookie of the entry after `entry`;
-    /// with `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup,
-    /// but with `leanFiles` files are offered lean (DirectoryEntry.lean) and count none.
-    public func readDirectoryCached(
-        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
-        isFileManager: () -> Bool, add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
-    ) throws(FilesystemError) -> Bool {
-        guard try servesNow(inode, firstPiece: cookie == 0, isFileManager: isFileManager) else { return false }
-        try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: leanFiles, add: add)
-        return true
-    }
-
-    /// Serves a piece of a folder's listing as `readDirectoryCached` does, listing the folder first
-    /// when needed, and for a file manager's first piece once the folder's thumbnails are written
-    /// (or after a short wait).
-    public func readDirectory(
-        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
-        isFileManager: () -> Bool, add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
-    ) async throws(FilesystemError) {
-        try await prepare(inode, firstPiece: cookie == 0, isFileManager: isFileManager)
-        try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: leanFiles, add: add)
+    /// Fills `piece` with the entries of a folder's listing after offset `cookie` (0: from the
+    /// start), until it is full: now when the folder is listed (later pieces are served from the
+    /// listing the first one came from, even once it expired), later once it is listed and, for a
+    /// file manager's first piece, once the folder's thumbnails are written (or after a short
+    /// wait). With `countingLookups` (readdirplus) each child entry taken counts one kernel lookup,
+    /// except files offered lean, which the caller's policy decides (Filesystem+Callers.swift).
+    public func readDirectory<Piece: DirectoryPiece>(
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, caller: Caller, into piece: Piece
+    ) -> Answer<Piece> {
+        let firstPiece = cookie == 0
+        let lean = countingLookups && listsLean(caller, folder: inode, firstPiece: firstPiece)
+        let fill: @Sendable () throws(FilesystemError) -> Piece = { [self] () throws(FilesystemError) -> Piece in
+            var piece = piece
+            try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: lean) { entry, next in
+                piece.add(entry, nextOffset: next)
+            }
+            return piece
+        }
+        return .deciding { () throws(FilesystemError) -> Answer<Piece> in
+            if try servesNow(inode, firstPiece: firstPiece, caller: caller) { return .now(.success(try fill())) }
+            return .later { [self] () async throws(FilesystemError) -> Piece in
+                try await prepare(inode, firstPiece: firstPiece, caller: caller)
+                return try fill()
+            }
+        }
     }
 
     /// Whether a folder can be served at once: it is listed (later pieces are served from the
     /// listing the first one came from, even once it expired), and no file manager's listing
     /// waits for thumbnails.
-    private func servesNow(_ inode: UInt64, firstPiece: Bool, isFileManager: () -> Bool) throws(FilesystemError) -> Bool {
-        if firstPiece && wantsThumbnails && isFileManager() {
+    private func servesNow(_ inode: UInt64, firstPiece: Bool, caller: Caller) throws(FilesystemError) -> Bool {
+        if waitsForThumbnails(caller, firstPiece: firstPiece) {
             _ = try Self.index(inode)
             return false
         }
@@ -87,20 +91,13 @@ extension Filesystem {
     }
 
     /// Waits for what `servesNow` found missing: a file manager's thumbnails, the folder's listing.
-    private func prepare(_ inode: UInt64, firstPiece: Bool, isFileManager: () -> Bool) async throws(FilesystemError) {
-        if firstPiece && wantsThumbnails && isFileManager() {
+    private func prepare(_ inode: UInt64, firstPiece: Bool, caller: Caller) async throws(FilesystemError) {
+        if waitsForThumbnails(caller, firstPiece: firstPiece) {
             await thumbnailsWanted(folder: inode)
             // Interrupted while it waited (the thumbnails go on).
             if Task.isCancelled { throw .interrupted }
         }
         try await prepareDirectory(inode)
-    }
-
-    /// Asks the kernel to drop its cached listings of these folders, so the next reader of each
-    /// gets it afresh (after lean walks: FUSEAdapter's Walkers); returns once that is done, or
-    /// after `seconds` (Invalidations.swift, `dropListings`).
-    public func dropKernelListings(_ folders: [UInt64], waitingAtMost seconds: Double) async {
-        await invalidations.dropListings(folders, waitingAtMost: seconds)
     }
 
     /// The kernel caches every folder's listing until invalidated, and keeps an earlier cached
@@ -137,7 +134,7 @@ extension Filesystem {
     /// until it returns false; `nextOffset` is the cookie of the entry after it. With
     /// `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup, except
     /// files offered lean (`leanFiles`): a walk such as `find` needs only their names and types,
-    /// and the kernel then makes no inode of each (FUSEAdapter's Walkers decides).
+    /// and the kernel then makes no inode of each (Walkers.swift decides).
     func readDirectory(
         _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
         add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool

@@ -1,25 +1,32 @@
 // Open files, as the FUSE adapter sees them: open pins the revision the tree holds now, read
-// answers from that revision only (FileReader), release forgets the handle. The FUSE thread opens
-// with `openFileCached`, which never waits: it answers nil when the open needs the disk (a disk
-// cache entry to open) and throws `.notDownloadable` for an export-only document; the adapter then
-// opens from a task with `openFile` or `openExport` (below; the handles are Reader/Exports.swift).
+// answers from that revision only (FileReader), release forgets the handle. An open is answered now
+// (Answer.swift) unless it needs the disk (a disk cache entry to open) or is of an export-only
+// document, which is exported first (`openExport`, below; the handles are Reader/Exports.swift).
 // Folders and symlinks cannot be opened; writes are refused by the adapter (EROFS).
 
 import Dispatch
 import DropboxAPI
 
 extension Filesystem {
-    /// Opens a file for reading, pinned to its current revision, without waiting: nil when the
-    /// open needs the disk (`openFile`, from a task); `.notDownloadable` for an export-only
-    /// document (`openExport`).
-    public func openFileCached(_ inode: UInt64) throws(FilesystemError) -> OpenedFile? {
-        reader.openNow(try pinnedFile(inode))
-    }
-
-    /// Opens a file for reading, pinned to its current revision, opening its disk cache entry
-    /// first when there is one (on the disk queue; an interrupt stops the wait).
-    public func openFile(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
-        try await reader.open(try pinnedFile(inode))
+    /// Opens a file for reading, pinned to its current revision: now, unless the open needs the
+    /// disk (its disk cache entry is opened first, on the disk queue; an interrupt stops the wait)
+    /// or the file is an export-only document (`openExport`).
+    public func open(_ inode: UInt64) -> Answer<OpenedFile> {
+        let later = Answer<OpenedFile>.later { [self] () async throws(FilesystemError) -> OpenedFile in
+            do throws(FilesystemError) {
+                return try await reader.open(try pinnedFile(inode))
+            } catch .notDownloadable {
+                return try await openExport(inode)
+            }
+        }
+        return .deciding { () throws(FilesystemError) -> Answer<OpenedFile> in
+            do throws(FilesystemError) {
+                guard let opened = reader.openNow(try pinnedFile(inode)) else { return later }
+                return .now(.success(opened))
+            } catch .notDownloadable {
+                return later
+            }
+        }
     }
 
     /// The file's current revision; `.notDownloadable` for an export-only document.
@@ -30,10 +37,19 @@ extension Filesystem {
     }
 
     /// Reads up to `size` bytes at `offset` from the revision the handle is pinned to (or from the
-    /// export it holds): fewer only at the end of the file.
-    /// `ranged`: the reader is a thumbnailer or content sniffer, which gets the bytes it asks for
-    /// rather than the whole file (Reader/ReadPolicy.swift).
-    public func read(handle: UInt64, offset: UInt64, size: Int, ranged: Bool = false) async throws(FilesystemError) -> [UInt8] {
+    /// export it holds): fewer only at the end of the file. Always answered later, even when the
+    /// bytes are at hand: a read may wait for a download, and waits where an interrupt reaches it.
+    /// A thumbnailer or content sniffer gets the bytes it asks for rather than the whole file
+    /// (`readsRanges`, Reader/ReadPolicy.swift).
+    public func read(_ handle: UInt64, at offset: UInt64, size: Int, caller: Caller) -> Answer<[UInt8]> {
+        let ranged = readsRanges(caller)
+        return .later { [self] () async throws(FilesystemError) -> [UInt8] in
+            try await read(handle: handle, offset: offset, size: size, ranged: ranged)
+        }
+    }
+
+    /// The later answer of `read`.
+    func read(handle: UInt64, offset: UInt64, size: Int, ranged: Bool = false) async throws(FilesystemError) -> [UInt8] {
         if exports.owns(handle) { return try exports.read(handle, offset: offset, size: size) }
         return try await reader.read(handle, offset: offset, size: size, ranged: ranged)
     }
@@ -64,9 +80,9 @@ extension Filesystem {
 
 extension Filesystem {
     /// Opens an export-only document: a handle on its export at the revision the tree holds,
-    /// shared with the other handles on it, or exported now (Reader/Exports.swift). The adapter
-    /// calls this (from a task) when `openFile` answers `.notDownloadable`.
-    public func openExport(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
+    /// shared with the other handles on it, or exported now (Reader/Exports.swift): the later
+    /// answer of `open` for a file that is not downloadable.
+    func openExport(_ inode: UInt64) async throws(FilesystemError) -> OpenedFile {
         let index = try Self.index(inode)
         let (path, rev, source) = try tree.exportSource(index)
         let client = self.client

@@ -3,32 +3,54 @@
 import DropboxAPI
 
 extension Filesystem {
-    /// The answer to a lookup that needs no request, when there is one.
-    public enum CachedLookup: Sendable, Equatable {
+    /// What the tree says of a name now.
+    enum CachedLookup: Sendable, Equatable {
         case found(FileAttributes)
         case notFound
-        /// The folder must be listed first: call `lookup`.
+        /// The folder must be listed first.
         case needsListing
     }
 
-    /// Looks `name` up in folder `parent` without waiting: answers from the tree when it can
-    /// (the common case once a folder is listed), so the FUSE layer can reply on its own thread.
-    /// A `.found` answer counts one kernel lookup.
-    public func lookupCached(parent: UInt64, name: String) throws(FilesystemError) -> CachedLookup {
-        let parentIndex = try Self.index(parent)
-        return try lookupStep(parentIndex, name: name, fold: FoldKey(name), listed: false)
+    /// Looks `name` up in folder `parent` for `caller`: now from the tree when it can (the common
+    /// case once a folder is listed), later once the folder is listed, or once the kernel dropped
+    /// the caller's cached lean listings (Filesystem+Callers.swift). `.notFound` when there is no
+    /// such name. On success the kernel holds one more reference to the returned inode (released
+    /// through `forget`). Names match byte for byte (SEMANTICS.md).
+    public func lookup(parent: UInt64, name: String, caller: Caller) -> Answer<FileAttributes> {
+        let later = Answer<FileAttributes>.later { [self] () async throws(FilesystemError) -> FileAttributes in
+            try await lookupListing(parent: parent, name: name, caller: caller)
+        }
+        // Asked before the lookup counts a kernel reference: the later answer counts its own.
+        if waitsForLeanListings(in: parent) { return later }
+        return .deciding { () throws(FilesystemError) -> Answer<FileAttributes> in
+            switch try lookupStep(try Self.index(parent), name: name, fold: FoldKey(name), listed: false) {
+            case .found(let attributes):
+                let dropped = foundInLookup(attributes, in: parent, by: caller)
+                if !dropped.isEmpty {
+                    let invalidations = self.invalidations
+                    Task { await invalidations.dropListings(dropped, waitingAtMost: 0) }
+                }
+                return .now(.success(attributes))
+            case .notFound: return .now(.failure(.notFound))
+            case .needsListing: return later
+            }
+        }
     }
 
-    /// Looks `name` up in folder `parent`, listing the folder first when needed. On success the
-    /// kernel holds one more reference to the returned inode (released through `forget`). Names
-    /// match byte for byte (SEMANTICS.md).
-    public func lookup(parent: UInt64, name: String) async throws(FilesystemError) -> FileAttributes {
+    /// The later answer of `lookup`: lists the folder when needed, and waits (briefly) for the
+    /// kernel to drop the caller's cached lean listings when a file was found in one.
+    private func lookupListing(
+        parent: UInt64, name: String, caller: Caller
+    ) async throws(FilesystemError) -> FileAttributes {
         let parentIndex = try Self.index(parent)
         let fold = FoldKey(name)
         var listed = false
         while true {
             switch try lookupStep(parentIndex, name: name, fold: fold, listed: listed) {
-            case .found(let attributes): return attributes
+            case .found(let attributes):
+                await invalidations.dropListings(
+                    foundInLookup(attributes, in: parent, by: caller), waitingAtMost: Walkers.dropWait)
+                return attributes
             case .notFound: throw .notFound
             case .needsListing:
                 // A lookup is someone opening a path (`cat a/b/c`): it does not wait for the
@@ -41,6 +63,13 @@ extension Filesystem {
 
     private func lookupStep(_ parent: UInt32, name: String, fold: FoldKey, listed: Bool) throws(FilesystemError) -> CachedLookup {
         try tree.lookup(parent: parent, name: name, fold: fold, listed: listed, ownership: options.ownership)
+    }
+
+    /// The kernel released references to these inodes (`forget` for each); a forgotten folder
+    /// has no cached lean listing left to drop (Walkers.swift).
+    public func forget(_ forgets: [(inode: UInt64, count: UInt64)]) {
+        for forget in forgets { self.forget(forget.inode, count: forget.count) }
+        walkers.forgot(forgets.lazy.map(\.inode))
     }
 
     /// The attributes of a known inode.

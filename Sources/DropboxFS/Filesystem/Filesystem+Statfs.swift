@@ -19,9 +19,15 @@ public struct FilesystemStats: Sendable, Equatable {
 extension Filesystem {
     public static let statfsBlockSize: UInt64 = 4096
 
-    /// Space numbers of the account; on failure the last known answer (or zeros) so `df` never fails.
-    /// Throws only `.interrupted`, when the calling task is cancelled (its request was interrupted).
-    public func statistics() async throws(FilesystemError) -> FilesystemStats {
+    /// Space numbers of the account, always answered later (the first `df` of a mount waits for
+    /// Dropbox); on failure the last known answer (or zeros) so `df` never fails. Fails only with
+    /// `.interrupted`, when its task is cancelled (its request was interrupted).
+    public func statfs() -> Answer<FilesystemStats> {
+        .later { [self] () async throws(FilesystemError) -> FilesystemStats in try await statistics() }
+    }
+
+    /// The later answer of `statfs`.
+    func statistics() async throws(FilesystemError) -> FilesystemStats {
         let now = options.monotonicNow()
         let cached = spaceUsage.withLock { $0 }
         let usage: SpaceUsage?

@@ -5,7 +5,9 @@
 // - the SyncEngine (Sync/SyncEngine.swift): listings, the whole-account fill, the change watcher
 //   and progress; the only writer of Dropbox's entries into the tree;
 // - the FileReader (Reader/) and the exported documents (Reader/Exports.swift): open files' bytes;
-// - the ThumbnailWriter (Thumbnails/): thumbnails for file managers.
+// - the ThumbnailWriter (Thumbnails/): thumbnails for file managers;
+// - the caller policies (Filesystem+Callers.swift): file managers, lean walkers.
+// An operation that may have to wait answers now or later (Answer.swift).
 // It knows nothing of FUSE or libcurl: inodes are UInt64, errors are FilesystemError, and the
 // client is any DropboxClient, so the whole core runs in unit tests against an in-memory Dropbox.
 //
@@ -42,6 +44,10 @@ public final class Filesystem: Sendable {
     let exports: ExportedDocuments
     /// Thumbnails for file managers (Thumbnails/); nil when off.
     let thumbnails: ThumbnailWriter?
+    /// Which callers are file managers (Filesystem+Callers.swift).
+    let fileManagers: FileManagers
+    /// Which callers' listings carry files lean (Filesystem+Callers.swift).
+    let walkers: Walkers
     /// The last users/get_space_usage answer, for statfs (Filesystem+Statfs.swift).
     let spaceUsage = Mutex<(value: SpaceUsage, at: Double)?>(nil)
     /// A background refresh of `spaceUsage` is under way (one at a time).
@@ -71,6 +77,8 @@ public final class Filesystem: Sendable {
         self.reader = reader
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
+        self.fileManagers = FileManagers(processName: options.processName)
+        self.walkers = Walkers(after: options.leanWalkAfter)
     }
 
     public static func monotonicSeconds() -> Double {

@@ -57,6 +57,12 @@ public struct FilesystemOptions: Sendable {
     /// Dropbox's thumbnails of the images in folders file managers list, written to the
     /// thumbnail cache (Thumbnails/ThumbnailWriter.swift); nil: off.
     public var thumbnails: ThumbnailOptions?
+    /// Folders a thread reads with full listings before its files go lean (Walkers.swift); 0
+    /// keeps every listing full.
+    public var leanWalkAfter: Int = 0
+    /// The name of the process a thread belongs to, nil when it is gone (FileManagers.swift);
+    /// injectable for tests.
+    public var processName: @Sendable (Int32) -> String? = FileManagers.processName(of:)
     /// Monotonic seconds; injectable for tests.
     public var monotonicNow: @Sendable () -> Double
     /// A restored tree served before Dropbox named the credentials' account (an offline mount):

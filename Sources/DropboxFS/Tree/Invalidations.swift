@@ -4,7 +4,7 @@
 // while it waits for our reply), so no request waits for a delivery on that queue.
 //
 // One request waits for a delivery of its own: a lookup of a file in a folder listed lean, which
-// drops the kernel's cached lean listings before it answers (FUSEAdapter's Walkers). Those drops
+// drops the kernel's cached lean listings before it answers (Filesystem/Walkers.swift). Those drops
 // go through a second queue (`dropListings`), never behind the tree's entry invalidations, which
 // take the folder's lock the lookup holds; they are inode invalidations only, which take no folder
 // lock (the kernel drops the folder's cached pages); and the wait is capped.

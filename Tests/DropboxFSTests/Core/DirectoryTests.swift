@@ -14,6 +14,10 @@ import Testing
     import Glibc
 #endif
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension CoreTests {
     @Suite struct DirectoryTests {
         static let unsorted = ["b", "B", "a", "Z", "_x", " space", "~tilde", "\u{E9}t\u{E9}", "z\u{301}", "10", "9", ".dot"]
@@ -243,43 +247,35 @@ extension CoreTests {
             #expect(!Filesystem(client: fake, options: options()).listingsExpire)
         }
 
-        /// The adapter's two calls, as for lookups: the cached one serves a listed folder at once
-        /// and offers nothing when the folder must be listed first (a later piece of an expired
-        /// listing is still served); the waiting one lists, then serves. Without thumbnails the
-        /// file-manager question is never asked. opendir follows the same rule.
-        @Test func cachedPiecesAndPiecesThatWait() async throws {
+        /// As for lookups, a piece is answered now from a listed folder and later when the folder
+        /// must be listed first (a later piece of an expired listing is still answered now); the
+        /// later answer lists, then serves. Without thumbnails the file-manager question is never
+        /// asked. opendir follows the same rule.
+        @Test func piecesAnsweredNowAndPiecesAnsweredLater() async throws {
             let fake = InMemoryDropbox()
             fake.addFile("/d/x", size: 1)
             let clock = ManualClock()
-            let fs = Filesystem(client: fake, options: options(folderListingTTL: 10, clock: clock))
-            let d = try await inode(fs, "/d")
-            let neverAsked: () -> Bool = {
+            var settings = options(folderListingTTL: 10, clock: clock)
+            settings.processName = { _ in
                 Issue.record("the file-manager question is only asked while thumbnails are written")
-                return false
+                return nil
             }
-            var offered: [String] = []
-            #expect(!(try fs.readDirectoryCached(d, from: 0, countingLookups: false, isFileManager: neverAsked) { e, _ in
-                offered.append(e.name)
-                return true
-            }))
-            #expect(offered.isEmpty)
-            #expect(try fs.openDirectoryCached(d, isFileManager: neverAsked) == nil)
-            try await fs.readDirectory(d, from: 0, countingLookups: false, isFileManager: neverAsked) { e, _ in
-                offered.append(e.name)
-                return true
-            }
-            #expect(offered == [".", "..", "x"])
-            let opened = try #require(try fs.openDirectoryCached(d, isFileManager: neverAsked))
+            let fs = Filesystem(client: fake, options: settings)
+            let d = try await inode(fs, "/d")
+            let caller = Caller(pid: getpid(), uid: getuid())
+            #expect(fs.readDirectory(d, from: 0, countingLookups: false, caller: caller, into: EntryNames()).isLater)
+            #expect(fs.openDirectory(d, caller: caller).isLater)
+            let listing = fs.readDirectory(d, from: 0, countingLookups: false, caller: caller, into: EntryNames())
+            let listed = try await listing.value
+            #expect(listed.names == [".", "..", "x"])
+            let opened = try #require(try fs.openDirectory(d, caller: caller).now())
             #expect(opened.cacheListing)
             clock.advance(by: 11)
-            offered = []
-            #expect(try fs.readDirectoryCached(d, from: 2, countingLookups: false, isFileManager: neverAsked) { e, _ in
-                offered.append(e.name)
-                return true
-            })
-            #expect(offered == ["x"], "a later piece is served from the expired listing")
-            #expect(!(try fs.readDirectoryCached(d, from: 0, countingLookups: false, isFileManager: neverAsked) { _, _ in true }))
-            let reopened = try await fs.openDirectory(d, isFileManager: neverAsked)
+            let later = try fs.readDirectory(d, from: 2, countingLookups: false, caller: caller, into: EntryNames())
+                .now()
+            #expect(later?.names == ["x"], "a later piece is served from the expired listing")
+            #expect(fs.readDirectory(d, from: 0, countingLookups: false, caller: caller, into: EntryNames()).isLater)
+            let reopened = try await fs.openDirectory(d, caller: caller).value
             #expect(reopened.cacheListing && reopened.keepCachedListing, "relisted, nothing new: the cached listing is current")
             #expect(fake.callCount(.listFolder) == 3, "the root, /d, and /d again once expired")
         }

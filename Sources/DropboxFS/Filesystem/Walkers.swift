@@ -19,7 +19,6 @@
 // `memory` seconds are dropped, so a reused thread id starts afresh. `state` (a Mutex) guards the
 // records, the folders listed lean and the counts for the status attribute.
 
-import DropboxFS
 import Synchronization
 
 final class Walkers: Sendable {

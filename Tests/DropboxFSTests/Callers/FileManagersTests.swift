@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import FUSEAdapter
+@testable import DropboxFS
 
 #if canImport(Glibc)
     import Glibc

@@ -5,7 +5,7 @@
 import Synchronization
 import Testing
 
-@testable import FUSEAdapter
+@testable import DropboxFS
 
 @Suite struct WalkersTests {
     /// A clock the test moves by hand.

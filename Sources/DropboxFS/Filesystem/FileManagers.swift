@@ -16,7 +16,6 @@
 // reads /proc once every two seconds rather than once per folder, and a pid reused by another
 // program is not mistaken for long. `answers` (a Mutex) guards them.
 
-import DropboxFS
 import Synchronization
 
 #if canImport(Glibc)
