@@ -7,6 +7,7 @@ import DropboxFS
 import FUSEAdapter
 import Foundation
 import Log
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -100,7 +101,7 @@ enum MountCommand {
             store = StoredTrees.open(
                 configuration, identity: target.identity, email: target.email, mountpoint: mountpoint,
                 tokenTag: credentials.tokenTag)
-            stored = store?.loadTree(folderTime: Int64(time(nil)), now: Filesystem.monotonicSeconds())
+            stored = store?.loadTree(folderTime: Int64(time(nil)), now: SystemClock.monotonicSeconds())
         }
         if target.offline && stored == nil {
             store?.close()

@@ -6,6 +6,7 @@ import DropboxAPI
 import FUSEAdapter
 import Foundation
 import Log
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -55,14 +56,9 @@ struct MountState {
     /// Mount point (its bytes) -> source of every fuse.dropboxfs mount in /proc/self/mountinfo
     /// ("... MOUNTPOINT ... - TYPE SOURCE SUPEROPTIONS").
     static func mountSources() -> [[UInt8]: String] {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [:] }
         var result: [[UInt8]: String] = [:]
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
-                fields[dash + 1] == "fuse.dropboxfs"
-            else { continue }
-            result[Array(MountTable.unescape(String(fields[4])).utf8)] = MountTable.unescape(String(fields[dash + 2]))
+        for entry in MountInfo.entries() where entry.fileSystemType == "fuse.dropboxfs" && !entry.source.isEmpty {
+            result[Array(entry.mountPoint.utf8)] = entry.source
         }
         return result
     }

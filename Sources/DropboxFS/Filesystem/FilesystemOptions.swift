@@ -2,6 +2,7 @@
 // reader, the thumbnail writer) each read the options that concern them.
 
 import DropboxAPI
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -84,7 +85,7 @@ public struct FilesystemOptions: Sendable {
         staleAfter: Double = 300,
         sleepGap: @escaping @Sendable () -> Double = ResumeDetector.systemGap,
         thumbnails: ThumbnailOptions? = nil,
-        monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
+        monotonicNow: @escaping @Sendable () -> Double = SystemClock.monotonicSeconds
     ) {
         self.ownership = ownership
         self.folderTime = folderTime

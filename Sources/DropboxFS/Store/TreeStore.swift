@@ -31,6 +31,7 @@ import DropboxAPI
 import Dispatch
 import Log
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -537,15 +538,16 @@ public final class TreeStore: Sendable {
 
     /// The stores in `folder` with a servable tree, newest first.
     public static func storedTrees(in folder: String) -> [TreeStoreInfo] {
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
         var found: [TreeStoreInfo] = []
-        while let entry = readdir(directory) {
-            let name = directoryEntryName(entry)
-            guard name.hasPrefix("tree-"), name.hasSuffix(".db"), let info = info(path: folder + "/" + name),
-                info.complete
-            else { continue }
-            found.append(info)
+        do {
+            try forEachEntry(inDirectory: folder) { name in
+                if name.hasPrefix("tree-"), name.hasSuffix(".db"), let info = info(path: folder + "/" + name), info.complete {
+                    found.append(info)
+                }
+                return true
+            }
+        } catch {
+            return []
         }
         return found.sorted { $0.syncedAt > $1.syncedAt }
     }
