@@ -30,66 +30,49 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 
     // MARK: One call
 
-    /// One read(2) into `buffer`: the count read, 0 at the end of the file, maybe fewer than asked.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
-        try systemCall(retryOnInterrupt: retryOnInterrupt) { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
-    }
-
-    /// One pread(2) at `offset`.
+    /// One read(2) into `buffer`, or pread(2) at `offset`: the count read, 0 at the end of the
+    /// file, maybe fewer than asked.
     public func read(
-        fromAbsoluteOffset offset: Int64, into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true
+        fromAbsoluteOffset offset: Int64? = nil, into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true
     ) throws(Errno) -> Int {
-        try systemCall(retryOnInterrupt: retryOnInterrupt) { pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+        try systemCall(retryOnInterrupt: retryOnInterrupt) {
+            guard let offset else { return Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+            return pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset))
+        }
     }
 
-    /// One write(2) of `buffer`: the count written, maybe fewer than given.
-    public func write(_ buffer: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
-        try systemCall(retryOnInterrupt: retryOnInterrupt) { Glibc.write(rawValue, buffer.baseAddress, buffer.count) }
-    }
-
-    /// One pwrite(2) at `offset`.
+    /// One write(2) of `buffer`, or pwrite(2) at `offset`: the count written, maybe fewer than given.
     public func write(
-        toAbsoluteOffset offset: Int64, _ buffer: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true
+        toAbsoluteOffset offset: Int64? = nil, _ buffer: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true
     ) throws(Errno) -> Int {
-        try systemCall(retryOnInterrupt: retryOnInterrupt) { pwrite(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+        try systemCall(retryOnInterrupt: retryOnInterrupt) {
+            guard let offset else { return Glibc.write(rawValue, buffer.baseAddress, buffer.count) }
+            return pwrite(rawValue, buffer.baseAddress, buffer.count, off_t(offset))
+        }
     }
 
     // MARK: Whole buffers
 
-    /// Reads until `buffer` is full or the file ends: the count read, fewer than `buffer.count`
-    /// only at the end of the file.
-    public func read(filling buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
-        try Self.fill(buffer.count) { done throws(Errno) in
-            try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), retryOnInterrupt: retryOnInterrupt)
-        }
-    }
-
-    /// Reads from `offset` until `buffer` is full or the file ends (pread).
+    /// Reads (from `offset`, with pread) until `buffer` is full or the file ends: the count read,
+    /// fewer than `buffer.count` only at the end of the file.
     public func read(
-        fromAbsoluteOffset offset: Int64, filling buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true
+        fromAbsoluteOffset offset: Int64? = nil, filling buffer: UnsafeMutableRawBufferPointer,
+        retryOnInterrupt: Bool = true
     ) throws(Errno) -> Int {
         try Self.fill(buffer.count) { done throws(Errno) in
             try read(
-                fromAbsoluteOffset: offset + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]),
-                retryOnInterrupt: retryOnInterrupt)
+                fromAbsoluteOffset: offset.map { $0 + Int64(done) },
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), retryOnInterrupt: retryOnInterrupt)
         }
     }
 
-    /// Writes all of `buffer`; a write that takes nothing is EIO.
-    public func writeAll(_ buffer: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) {
-        let done = try Self.fill(buffer.count) { done throws(Errno) in
-            try write(UnsafeRawBufferPointer(rebasing: buffer[done...]), retryOnInterrupt: retryOnInterrupt)
-        }
-        if done < buffer.count { throw Errno.ioError }
-    }
-
-    /// Writes all of `buffer` from `offset` (pwrite); a write that takes nothing is EIO.
+    /// Writes all of `buffer` (from `offset`, with pwrite); a write that takes nothing is EIO.
     public func writeAll(
-        toAbsoluteOffset offset: Int64, _ buffer: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true
+        toAbsoluteOffset offset: Int64? = nil, _ buffer: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true
     ) throws(Errno) {
         let done = try Self.fill(buffer.count) { done throws(Errno) in
             try write(
-                toAbsoluteOffset: offset + Int64(done), UnsafeRawBufferPointer(rebasing: buffer[done...]),
+                toAbsoluteOffset: offset.map { $0 + Int64(done) }, UnsafeRawBufferPointer(rebasing: buffer[done...]),
                 retryOnInterrupt: retryOnInterrupt)
         }
         if done < buffer.count { throw Errno.ioError }
