@@ -207,11 +207,10 @@ public final class FUSESession: Sendable {
     private static func abortConnection(device: String) -> Bool {
         guard let minor = device.split(separator: ":").last else { return false }
         let path = "/sys/fs/fuse/connections/\(minor)/abort"
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard let file = try? FileDescriptor.open(path, O_WRONLY | O_CLOEXEC) else { return false }
+        defer { try? file.close() }
         Log.info("aborting the kernel connection (\(path)) to free a blocked cache invalidation")
-        return write(fd, "1", 1) == 1
+        return (try? Array("1".utf8).withUnsafeBytes { try file.write($0) }) == 1
     }
 
     /// Tells the kernel to drop cached names and attributes that a tree change made stale. The

@@ -19,8 +19,8 @@
 // Ending: libfuse's signal handlers (SIGINT, SIGTERM, SIGHUP) and DetachWatch mark the session
 // exited and interrupt this thread (the one that mounted, as with libfuse's loop), which notices
 // between requests, in its poll(), or within a second should the signal land elsewhere (poll's
-// timeout: the net for a wake-up lost between the check and the poll). A read (DeviceReader.swift) that says ENODEV
-// (unmounted, or the connection aborted) ends the loop too; whether the kernel ended the
+// timeout: the net for a wake-up lost between the check and the poll). A read (DeviceReader.swift)
+// that says ENODEV (unmounted, or the connection aborted) ends the loop too; whether the kernel ended the
 // connection is FUSESession's to tell, from the device. Since signals are now delivered to the
 // thread that runs the callbacks (libfuse's workers block them), a system call in a callback may
 // fail with EINTR; none is retried (a retry would keep a stopping daemon waiting), and none that
