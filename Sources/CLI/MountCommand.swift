@@ -112,7 +112,7 @@ enum MountCommand {
             prefetch: configuration.prefetch, watchChanges: configuration.watch,
             fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
             reader: configuration.reader, store: store, staleAfter: configuration.staleAfter,
-            sleepGap: configuration.clockJumpFile.map { ResumeDetector.gap(withJumpFile: $0) } ?? ResumeDetector.systemGap,
+            sleepGap: configuration.clockJumpFile.map { ResumeDetector.gap(withJumpFile: $0) } ?? SystemClock.suspendedSeconds,
             thumbnails: configuration.thumbnailCacheSize.map {
                 ThumbnailOptions(
                     mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,

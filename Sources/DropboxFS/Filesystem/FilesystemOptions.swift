@@ -83,7 +83,7 @@ public struct FilesystemOptions: Sendable {
         offlineRetry: Double = 10,
         relistStoredAfter: Double = 7 * 86400,
         staleAfter: Double = 300,
-        sleepGap: @escaping @Sendable () -> Double = ResumeDetector.systemGap,
+        sleepGap: @escaping @Sendable () -> Double = SystemClock.suspendedSeconds,
         thumbnails: ThumbnailOptions? = nil,
         monotonicNow: @escaping @Sendable () -> Double = SystemClock.monotonicSeconds
     ) {
