@@ -5,6 +5,7 @@
 //   CFuse, CCurl, CCrypto, CSQLite  system libraries (module maps only)
 //   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
 //   Locking                a mutex the thread sanitizer sees, for sanitizer builds
+//   SystemCalls            the system calls every layer makes, wrapped once with their retry rules
 //   Log                    the one logger every layer writes through (no other dependency)
 //   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
 //   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table,
@@ -46,22 +47,24 @@ let package = Package(
         ),
         // A mutex the thread sanitizer sees, used in sanitizer builds only (scripts/sanitize).
         .target(name: "Locking"),
-        .target(name: "Log", dependencies: ["Locking"]),
+        // FileDescriptor, Errno, the clocks, the mount table: system calls wrapped once (Glibc only).
+        .target(name: "SystemCalls"),
+        .target(name: "Log", dependencies: ["Locking", "SystemCalls"]),
         .target(
             name: "DropboxAPI",
             dependencies: ["CCurl", "CShim", "CCrypto", "Log", "Locking"]
         ),
         .target(
             name: "DropboxFS",
-            dependencies: ["DropboxAPI", "CSQLite", "Log", "Locking"]
+            dependencies: ["DropboxAPI", "CSQLite", "Log", "Locking", "SystemCalls"]
         ),
         .target(
             name: "FUSEAdapter",
-            dependencies: ["CFuse", "DropboxFS", "Log", "Locking"]
+            dependencies: ["CFuse", "DropboxFS", "Log", "Locking", "SystemCalls"]
         ),
         .executableTarget(
             name: "dropboxfs",
-            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter", "Log", "Locking"],
+            dependencies: ["CShim", "DropboxAPI", "DropboxFS", "FUSEAdapter", "Log", "Locking", "SystemCalls"],
             // Not Sources/dropboxfs, which differs from Sources/DropboxFS only by case.
             path: "Sources/CLI",
             plugins: ["BuildInfoPlugin"]
@@ -78,11 +81,15 @@ let package = Package(
         ),
         .testTarget(
             name: "DropboxFSTests",
-            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport", "Log", "Locking"]
+            dependencies: ["DropboxFS", "DropboxAPI", "DropboxTestSupport", "Log", "Locking", "SystemCalls"]
         ),
         .testTarget(
             name: "FUSEAdapterTests",
-            dependencies: ["FUSEAdapter", "DropboxFS", "DropboxAPI", "Log", "Locking"]
+            dependencies: ["FUSEAdapter", "DropboxFS", "DropboxAPI", "Log", "Locking", "SystemCalls"]
+        ),
+        .testTarget(
+            name: "SystemCallsTests",
+            dependencies: ["SystemCalls"]
         ),
     ]
 )

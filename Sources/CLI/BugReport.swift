@@ -82,7 +82,7 @@ enum BugReport {
     /// Mount point (its bytes) -> "ro,nosuid,...; rw,user_id=1000,..." (the mount's options, then
     /// the filesystem's) of every fuse.dropboxfs mount.
     static func mountOptions() -> [[UInt8]: String] {
-        MountState.mountInfo { fields, dash in dash + 3 < fields.count ? "\(fields[5]); \(fields[dash + 3])" : nil }
+        MountState.mounts { "\($0.mountOptions); \($0.superOptions)" }
     }
 
     /// The daemon's command line, its arguments separated by spaces (those holding a space quoted).

@@ -9,6 +9,7 @@
 
 import DropboxAPI
 import Log
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -77,8 +78,8 @@ enum Daemon {
             showExplanation(logFile, from: logStart, except: message)
             throw CommandFailure(code, message)
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // A failed wait leaves the status at 0, as it always did.
+        let status = (try? waitForExit(pid)) ?? 0
         showExplanation(logFile, from: logStart, except: nil)
         let how = status & 0x7f == 0 ? "with status \((status >> 8) & 0xff)" : "killed by signal \(status & 0x7f)"
         throw CommandFailure(.failure, "the background daemon exited \(how) before mounting (its log: \(logFile))")

@@ -7,7 +7,7 @@
 // MALLOC_ARENA_MAX in the environment, read by glibc itself, is left to win.
 
 import CShim
-import FUSEAdapter
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -17,6 +17,6 @@ enum MallocArenas {
     /// Limits malloc's arenas; call before the daemon starts threads.
     static func limit() {
         guard getenv("MALLOC_ARENA_MAX") == nil else { return }
-        _ = dbx_set_malloc_arena_max(Int32(max(2, SessionLoop.usableCPUs())))
+        _ = dbx_set_malloc_arena_max(Int32(max(2, UsableCPUs.count())))
     }
 }

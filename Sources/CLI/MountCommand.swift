@@ -7,6 +7,7 @@ import DropboxFS
 import FUSEAdapter
 import Foundation
 import Log
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -101,7 +102,7 @@ enum MountCommand {
             store = StoredTrees.open(
                 configuration, identity: target.identity, email: target.email, mountpoint: mountpoint,
                 tokenTag: credentials.tokenTag)
-            stored = store?.loadTree(folderTime: Int64(time(nil)), now: Filesystem.monotonicSeconds())
+            stored = store?.loadTree(folderTime: Int64(time(nil)), now: SystemClock.monotonicSeconds())
         }
         if target.offline && stored == nil {
             store?.close()
@@ -112,7 +113,7 @@ enum MountCommand {
             prefetch: configuration.prefetch, watchChanges: configuration.watch,
             fill: FillOptions(parallelism: min(configuration.fillParallel, configuration.retryPolicy.maxConcurrentRequests)),
             reader: configuration.reader, store: store, staleAfter: configuration.staleAfter,
-            sleepGap: configuration.clockJumpFile.map { ResumeDetector.gap(withJumpFile: $0) } ?? ResumeDetector.systemGap,
+            sleepGap: configuration.clockJumpFile.map { ResumeDetector.gap(withJumpFile: $0) } ?? SystemClock.suspendedSeconds,
             thumbnails: configuration.thumbnailCacheSize.map {
                 ThumbnailOptions(
                     mountpoint: mountpoint, folder: configuration.profile.thumbnailFolder, capacity: $0,

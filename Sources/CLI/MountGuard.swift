@@ -15,6 +15,7 @@
 // `fusermount3 -u -z` otherwise) and says so on standard error, which is the daemon's log.
 
 import FUSEAdapter
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -74,11 +75,8 @@ enum MountGuard {
         for fd in Int32(3)..<Int32(highest) { close(fd) }
         guard let guarded = mount(at: mountpoint, device: nil) else { return .success }
         var byte: UInt8 = 0
-        while true {
-            let n = read(0, &byte, 1)
-            if n == 1 { return .success }  // disarmed: the daemon unmounted normally
-            if n == 0 || (n < 0 && errno != EINTR) { break }
-        }
+        let read = withUnsafeMutableBytes(of: &byte) { try? FileDescriptor.standardInput.read(into: $0) }
+        if read == 1 { return .success }  // disarmed: the daemon unmounted normally
         guard mount(at: mountpoint, device: guarded.device) != nil else { return .success }
         if MountTable.detach(mountpoint) {
             printError("the daemon ended without unmounting \(mountpoint); unmounted it")

@@ -4,6 +4,7 @@
 
 import DropboxFS
 import FUSEAdapter
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -91,15 +92,16 @@ enum MountPointChecks {
     /// Whether the folder holds nothing; a folder that cannot be listed is that problem, not "not
     /// empty" (whose advice, --allow-non-empty, would not help).
     static func isEmptyDirectory(_ path: String) throws(CommandFailure) -> Bool {
-        guard let dir = opendir(path) else {
-            throw CommandFailure(.mountPoint, "cannot read mount point \(path): \(describe(errno))")
+        var empty = true
+        do throws(Errno) {
+            try forEachEntry(inDirectory: path) { name in
+                empty = name == "." || name == ".."
+                return empty
+            }
+        } catch {
+            throw CommandFailure(.mountPoint, "cannot read mount point \(path): \(describe(error.rawValue))")
         }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = directoryEntryName(entry)
-            if name != "." && name != ".." { return false }
-        }
-        return true
+        return empty
     }
 
     static func describe(_ error: Int32) -> String { String(cString: strerror(error)) }

@@ -2,6 +2,8 @@
 // daemon (Daemon.swift) and the mount guard (MountGuard.swift). posix_spawn rather than fork(),
 // because forking a process that already runs Swift concurrency and libcurl threads is unsafe.
 
+import SystemCalls
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -28,14 +30,9 @@ enum SelfSpawn {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !enough(bytes) {
-            let n = Glibc.read(fd, &buffer, buffer.count)
-            if n > 0 {
-                bytes.append(contentsOf: buffer[0..<n])
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                break
-            }
+            let read = buffer.withUnsafeMutableBytes { try? FileDescriptor(rawValue: fd).read(into: $0) }
+            guard let n = read, n > 0 else { break }
+            bytes.append(contentsOf: buffer[0..<n])
         }
         return bytes
     }

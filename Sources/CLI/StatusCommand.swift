@@ -9,6 +9,7 @@ import FUSEAdapter
 import Foundation
 import Log
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc

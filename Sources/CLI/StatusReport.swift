@@ -6,6 +6,7 @@ import DropboxAPI
 import FUSEAdapter
 import Foundation
 import Log
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -55,20 +56,15 @@ struct MountState {
     /// Mount point (its bytes) -> source of every fuse.dropboxfs mount in /proc/self/mountinfo
     /// ("... MOUNTPOINT ... - TYPE SOURCE SUPEROPTIONS").
     static func mountSources() -> [[UInt8]: String] {
-        mountInfo { fields, dash in dash + 2 < fields.count ? MountTable.unescape(String(fields[dash + 2])) : nil }
+        mounts { $0.source.isEmpty ? nil : $0.source }
     }
 
-    /// Mount point (its bytes) -> what `value` takes from the line of every fuse.dropboxfs mount in
-    /// /proc/self/mountinfo: its space-separated fields, and the index of the "-" among them.
-    static func mountInfo<T>(_ value: ([Substring], Int) -> T?) -> [[UInt8]: T] {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [:] }
+    /// Mount point (its bytes) -> what `value` takes from the entry of every fuse.dropboxfs mount
+    /// in the kernel's mount table (MountInfo, the one parser).
+    static func mounts<T>(_ value: (MountEntry) -> T?) -> [[UInt8]: T] {
         var result: [[UInt8]: T] = [:]
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count > 5, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count,
-                fields[dash + 1] == "fuse.dropboxfs", let picked = value(fields, dash)
-            else { continue }
-            result[Array(MountTable.unescape(String(fields[4])).utf8)] = picked
+        for entry in MountInfo.entries() where entry.fileSystemType == "fuse.dropboxfs" {
+            if let picked = value(entry) { result[Array(entry.mountPoint.utf8)] = picked }
         }
         return result
     }

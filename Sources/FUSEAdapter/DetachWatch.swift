@@ -14,6 +14,7 @@
 
 import Foundation
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -65,7 +66,7 @@ final class DetachWatch: Sendable {
                     return
                 }
                 // Wakes on a change of the mount table (POLLPRI | POLLERR) or a stop request.
-                while poll(&fds, 2, -1) < 0 && errno == EINTR {}
+                _ = try? waitForEvents(&fds)
                 if fds[1].revents != 0 { return }
             }
         }

@@ -21,6 +21,7 @@ import CFuse
 import DropboxFS
 import Log
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -120,7 +121,7 @@ public final class FUSESession: Sendable {
                 pthread_kill(loopThread, SIGTERM)
             }
         }
-        let start = KernelInit.wait(session, filesystem: filesystem, now: Filesystem.monotonicSeconds)
+        let start = KernelInit.wait(session, filesystem: filesystem, now: SystemClock.monotonicSeconds)
         if start == .started {
             mounted()
             serve(session)
@@ -193,7 +194,6 @@ public final class FUSESession: Sendable {
         var drain = SessionDrain(session)
         defer {
             if drain.answered > 0 { Log.info("answered \(drain.answered) requests the kernel sent while stopping") }
-            drain.release()
         }
         if requests.finish(within: .seconds(3), meanwhile: { drain.step(milliseconds: 50) }) { return true }
         // Still blocked: the kernel's own way out is aborting the connection, which ends every call
@@ -209,11 +209,10 @@ public final class FUSESession: Sendable {
     private static func abortConnection(device: String) -> Bool {
         guard let minor = device.split(separator: ":").last else { return false }
         let path = "/sys/fs/fuse/connections/\(minor)/abort"
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard let file = try? FileDescriptor.open(path, O_WRONLY | O_CLOEXEC) else { return false }
+        defer { try? file.close() }
         Log.info("aborting the kernel connection (\(path)) to free a blocked cache invalidation")
-        return write(fd, "1", 1) == 1
+        return (try? Array("1".utf8).withUnsafeBytes { try file.write($0) }) == 1
     }
 
     /// Tells the kernel to drop cached names and attributes that a tree change made stale. The
@@ -243,20 +242,17 @@ public final class FUSESession: Sendable {
 /// tearing-down thread (the request owner is closing, so those that would wait are failed at once).
 /// libfuse drops what it reads once the session was told to exit, hence the reset first.
 private struct SessionDrain {
-    let session: OpaquePointer
-    var buffer = fuse_buf()
+    let reader: DeviceReader
     var connected = true
     /// Requests read from the kernel and answered (failed, mostly) by the drain.
     var answered = 0
 
     init(_ session: OpaquePointer) {
-        self.session = session
         fuse_session_reset(session)
+        reader = DeviceReader(session)
         // Never block in a read: a request that polled as queued can vanish before it is read
         // (its caller was killed), and the drain must keep its time limit.
-        let device = fuse_session_fd(session)
-        let flags = fcntl(device, F_GETFL)
-        if flags >= 0 { _ = fcntl(device, F_SETFL, flags | O_NONBLOCK) }
+        _ = try? reader.setNonBlocking()
     }
 
     mutating func step(milliseconds: Int32) {
@@ -264,18 +260,11 @@ private struct SessionDrain {
             usleep(UInt32(milliseconds) * 1000)
             return
         }
-        var fds = pollfd(fd: fuse_session_fd(session), events: Int16(POLLIN), revents: 0)
-        guard poll(&fds, 1, milliseconds) > 0 else { return }
-        let received = fuse_session_receive_buf(session, &buffer)
-        if received > 0 {
-            fuse_session_process_buf(session, &buffer)
-            answered += 1
-        } else if received == 0 || (received != -EINTR && received != -EAGAIN) {
-            connected = false  // unmounted or aborted (ENODEV), or told to exit again
+        guard reader.waitForRequest(milliseconds: milliseconds) else { return }
+        switch reader.receive() {
+        case .served: answered += 1
+        case .nothing, .interrupted: break
+        case .ended: connected = false  // unmounted or aborted (ENODEV), or told to exit again
         }
-    }
-
-    func release() {
-        free(buffer.mem)
     }
 }

@@ -16,6 +16,7 @@
 // without a kernel; `serve` is the step on the real device.
 
 import CFuse
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -70,35 +71,26 @@ public enum KernelInit {
     /// them. The device's flags are restored afterwards (libfuse's multi-threaded loop wants
     /// blocking reads; docs/SWIFT-FUSE-NOTES.md "A loop of one's own").
     static func wait(_ session: OpaquePointer, filesystem: FUSEFilesystem, now: () -> Double) -> Outcome {
-        let device = fuse_session_fd(session)
-        let flags = fcntl(device, F_GETFL)
-        guard flags >= 0, fcntl(device, F_SETFL, flags | O_NONBLOCK) == 0 else { return .ended }
-        defer { _ = fcntl(device, F_SETFL, flags) }
-        var buffer = fuse_buf()
-        defer { free(buffer.mem) }
+        let reader = DeviceReader(session)
+        guard let flags = try? reader.setNonBlocking() else { return .ended }
+        defer { reader.restore(flags: flags) }
         return wait(
             limit: limit, now: now,
             initialized: { filesystem.kernelInitialized.load(ordering: .acquiring) },
             exited: { fuse_session_exited(session) != 0 },
-            step: { milliseconds in serve(session, device: device, buffer: &buffer, waitMilliseconds: milliseconds) })
+            step: { milliseconds in serve(reader, waitMilliseconds: milliseconds) })
     }
 
-    private static func serve(
-        _ session: OpaquePointer, device: Int32, buffer: inout fuse_buf, waitMilliseconds: Int32
-    ) -> Step {
-        let received = fuse_session_receive_buf(session, &buffer)
-        if received > 0 {
-            fuse_session_process_buf(session, &buffer)
+    private static func serve(_ reader: DeviceReader, waitMilliseconds: Int32) -> Step {
+        switch reader.receive() {
+        case .served:
             return .served
-        }
-        switch received {
-        case -EAGAIN:
-            var fds = pollfd(fd: device, events: Int16(POLLIN), revents: 0)
-            _ = poll(&fds, 1, waitMilliseconds)
+        case .nothing:
+            reader.waitForRequest(milliseconds: waitMilliseconds)
             return .idle
-        case -EINTR:
+        case .interrupted:
             return .idle
-        default:
+        case .ended:
             return .disconnected  // 0: ENODEV (unmounted, aborted) or told to exit; else a read error
         }
     }

@@ -19,8 +19,8 @@
 // Ending: libfuse's signal handlers (SIGINT, SIGTERM, SIGHUP) and DetachWatch mark the session
 // exited and interrupt this thread (the one that mounted, as with libfuse's loop), which notices
 // between requests, in its poll(), or within a second should the signal land elsewhere (poll's
-// timeout: the net for a wake-up lost between the check and the poll). A read that says ENODEV
-// (unmounted, or the connection aborted) ends the loop too; whether the kernel ended the
+// timeout: the net for a wake-up lost between the check and the poll). A read (DeviceReader.swift)
+// that says ENODEV (unmounted, or the connection aborted) ends the loop too; whether the kernel ended the
 // connection is FUSESession's to tell, from the device. Since signals are now delivered to the
 // thread that runs the callbacks (libfuse's workers block them), a system call in a callback may
 // fail with EINTR; none is retried (a retry would keep a stopping daemon waiting), and none that
@@ -29,7 +29,7 @@
 // waits for.
 
 import CFuse
-import DropboxFS
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -40,35 +40,27 @@ public enum SessionLoop {
     /// (told to exit, or the kernel ended the connection), a negative errno when reading the
     /// device failed (ECONNABORTED: a read raced an abort).
     static func run(_ session: OpaquePointer, spinMicroseconds: Int) -> Int32 {
-        let device = fuse_session_fd(session)
+        let reader = DeviceReader(session)
         // The device stays non-blocking after the loop too: the teardown's drain wants that.
-        let flags = fcntl(device, F_GETFL)
-        guard flags >= 0, fcntl(device, F_SETFL, flags | O_NONBLOCK) == 0 else { return -errno }
+        do { _ = try reader.setNonBlocking() } catch { return -error.rawValue }
         let spin = Double(max(0, spinMicroseconds)) / 1e6
-        var buffer = fuse_buf()
-        defer { free(buffer.mem) }
         var awakeUntil = 0.0
         while fuse_session_exited(session) == 0 {
-            let received = fuse_session_receive_buf(session, &buffer)
-            if received > 0 {
-                fuse_session_process_buf(session, &buffer)
-                if spin > 0 { awakeUntil = Filesystem.monotonicSeconds() + spin }
-                continue
-            }
-            switch received {
-            case -EAGAIN:
-                if spin > 0 && Filesystem.monotonicSeconds() < awakeUntil {
+            switch reader.receive() {
+            case .served:
+                if spin > 0 { awakeUntil = SystemClock.monotonicSeconds() + spin }
+            case .nothing:
+                if spin > 0 && SystemClock.monotonicSeconds() < awakeUntil {
                     // Stay awake, but give the CPU to any other thread that wants it (the fill,
                     // the store's writer): spinning must only use a CPU that would be idle.
                     sched_yield()
                     continue
                 }
-                var fds = pollfd(fd: device, events: Int16(POLLIN), revents: 0)
-                _ = poll(&fds, 1, 1000)
-            case -EINTR:
+                reader.waitForRequest(milliseconds: 1000)
+            case .interrupted:
                 continue
-            default:
-                return received  // 0: ENODEV, or told to exit (libfuse answers 0 for both)
+            case .ended(let result):
+                return result  // 0: ENODEV, or told to exit (libfuse answers 0 for both)
             }
         }
         return 0
@@ -78,19 +70,6 @@ public enum SessionLoop {
     /// CPUs this process may run on (taskset, systemd's CPUAffinity=, a container's cpuset), not
     /// the machine's.
     static func spinMicroseconds(requested: Int) -> Int {
-        usableCPUs() < 2 ? 0 : requested
-    }
-
-    /// The CPUs in this process's affinity mask ("Cpus_allowed:" of /proc/self/status, hex words
-    /// separated by commas; sched_getaffinity is not in Swift's Glibc module), else the machine's.
-    public static func usableCPUs() -> Int {
-        var count = 0
-        forEachLine(ofFile: "/proc/self/status") { line in
-            guard line.hasPrefix("Cpus_allowed:") else { return true }
-            let digits = line.dropFirst("Cpus_allowed:".count).filter { $0.isHexDigit }
-            count = digits.reduce(0) { $0 + (Int(String($1), radix: 16) ?? 0).nonzeroBitCount }
-            return false
-        }
-        return count > 0 ? count : sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        UsableCPUs.count() < 2 ? 0 : requested
     }
 }

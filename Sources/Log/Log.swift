@@ -10,6 +10,7 @@
 // The level and the sink are guarded by `state`'s mutex.
 
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -124,7 +125,7 @@ public enum Log {
 
     /// The time at the start of a line: local time with its UTC offset, to the millisecond.
     public static func timestamp(_ time: timespec? = nil) -> String {
-        let now = time ?? currentTime()
+        let now = time ?? SystemClock.realtime()
         var seconds = now.tv_sec
         var parts = tm()
         localtime_r(&seconds, &parts)
@@ -143,11 +144,6 @@ public enum Log {
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 
-    private static func currentTime() -> timespec {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return now
-    }
 
     /// True when JOURNAL_STREAM ("DEVICE:INODE") names the stream on descriptor 2: a child whose
     /// stderr was sent elsewhere inherits the variable, so the variable alone is not enough.
@@ -209,14 +205,9 @@ public enum Log {
         } else {
             line = "\(timestamp()) dropboxfs[\(level.label)]: \(text)\n"
         }
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if n <= 0 { break }
-                offset += n
-            }
+        // Not retried on EINTR: a line a signal interrupts is cut, never finished late.
+        Array(line.utf8).withUnsafeBytes { buffer in
+            _ = try? FileDescriptor.standardError.writeAll(buffer, retryOnInterrupt: false)
         }
         if state.withLock({ $0.rotation != nil }) { rotateIfNeeded() }
     }

@@ -17,6 +17,7 @@
 // program is not mistaken for long. `answers` (a Mutex) guards them.
 
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -61,7 +62,7 @@ final class FileManagers: Sendable {
     private let processName: @Sendable (Int32) -> String?
 
     init(
-        owner: UInt32 = getuid(), now: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds,
+        owner: UInt32 = getuid(), now: @escaping @Sendable () -> Double = SystemClock.monotonicSeconds,
         processName: @escaping @Sendable (Int32) -> String? = FileManagers.processName(of:)
     ) {
         self.owner = owner
@@ -111,20 +112,14 @@ final class FileManagers: Sendable {
 
     /// A small /proc file (at most 4 KiB), nil when it cannot be read.
     private static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        // Not retried on EINTR: this runs on the FUSE thread, which a stopping signal interrupts.
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_CLOEXEC, retryOnInterrupt: false) else { return nil }
+        defer { try? file.close() }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        var count = 0
-        while count < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            // EINTR included: this runs on the FUSE thread, which a stopping signal interrupts.
-            guard n > 0 else {
-                if n < 0 { return nil }
-                break
-            }
-            count += n
+        let read = buffer.withUnsafeMutableBytes { bytes in
+            try? file.read(filling: bytes, retryOnInterrupt: false)
         }
+        guard let count = read else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self)
     }
 }

@@ -81,12 +81,6 @@ public final class Filesystem: Sendable {
         self.walkers = Walkers(after: options.leanWalkAfter)
     }
 
-    public static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
     /// Converts a kernel inode number to a tree index, rejecting numbers the tree never gave out.
     static func index(_ inode: UInt64) throws(FilesystemError) -> UInt32 {
         guard inode > 0, inode <= UInt64(UInt32.max) else { throw .stale }

@@ -2,6 +2,7 @@
 // reader, the thumbnail writer) each read the options that concern them.
 
 import DropboxAPI
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -91,9 +92,9 @@ public struct FilesystemOptions: Sendable {
         offlineRetry: Double = 10,
         relistStoredAfter: Double = 7 * 86400,
         staleAfter: Double = 300,
-        sleepGap: @escaping @Sendable () -> Double = ResumeDetector.systemGap,
+        sleepGap: @escaping @Sendable () -> Double = SystemClock.suspendedSeconds,
         thumbnails: ThumbnailOptions? = nil,
-        monotonicNow: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds
+        monotonicNow: @escaping @Sendable () -> Double = SystemClock.monotonicSeconds
     ) {
         self.ownership = ownership
         self.folderTime = folderTime

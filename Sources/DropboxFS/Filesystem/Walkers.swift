@@ -20,6 +20,7 @@
 // records, the folders listed lean and the counts for the status attribute.
 
 import Synchronization
+import SystemCalls
 
 final class Walkers: Sendable {
     /// How long a thread's record is kept after its last listing or file lookup (seconds).
@@ -52,7 +53,7 @@ final class Walkers: Sendable {
     private let state = Mutex(State())
     private let now: @Sendable () -> Double
 
-    init(after: Int, now: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds) {
+    init(after: Int, now: @escaping @Sendable () -> Double = SystemClock.monotonicSeconds) {
         self.after = max(0, after)
         self.now = now
     }

@@ -31,6 +31,7 @@ import DropboxAPI
 import Dispatch
 import Log
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -203,11 +204,13 @@ public final class TreeStore: Sendable {
     ) throws(TreeStoreError) -> TreeStore {
         try makeFolder(folder)
         let path = folder + "/" + identity.fileName
-        let lock = Glibc.open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard lock >= 0 else {
-            let why = "cannot open \(path).lock: \(String(cString: strerror(errno)))"
+        let lock: Int32
+        do throws(Errno) {
+            lock = try FileDescriptor.open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, permissions: 0o600).rawValue
+        } catch {
+            let why = "cannot open \(path).lock: \(error)"
             // A disk that refuses writes may still hold a tree to read (locked by its lock file when one exists).
-            let existing = Glibc.open(path + ".lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            let existing = (try? FileDescriptor.open(path + ".lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC).rawValue) ?? -1
             if existing >= 0 && flock(existing, LOCK_EX | LOCK_NB) != 0 {
                 Glibc.close(existing)
                 throw .busy(path: path)
@@ -292,10 +295,14 @@ public final class TreeStore: Sendable {
 
     private static func openAndCheck(path: String, identity: TreeStoreIdentity) throws -> Connection {
         // The file is made 0600 before SQLite sees it; SQLite gives its -wal and -shm files the same mode.
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw TreeStoreError.unusable("cannot open \(path): \(String(cString: strerror(errno)))") }
-        fchmod(fd, 0o600)
-        Glibc.close(fd)
+        let file: FileDescriptor
+        do throws(Errno) {
+            file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, permissions: 0o600)
+        } catch {
+            throw TreeStoreError.unusable("cannot open \(path): \(error)")
+        }
+        fchmod(file.rawValue, 0o600)
+        try? file.close()
         let database = try SQLiteDatabase(path: path)
         try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -4096")
         let application = try scalar(database, "PRAGMA application_id")
@@ -367,12 +374,14 @@ public final class TreeStore: Sendable {
             }
         }
         // Through a descriptor of the folder itself: a chmod by path would follow a symlink put there.
-        let descriptor = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw .unusable("cannot open the folder \(folder): \(String(cString: strerror(errno)))")
+        let descriptor: FileDescriptor
+        do throws(Errno) {
+            descriptor = try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        } catch {
+            throw .unusable("cannot open the folder \(folder): \(error)")
         }
-        fchmod(descriptor, 0o700)
-        Glibc.close(descriptor)
+        fchmod(descriptor.rawValue, 0o700)
+        try? descriptor.close()
     }
 
     // MARK: Reading
@@ -537,15 +546,16 @@ public final class TreeStore: Sendable {
 
     /// The stores in `folder` with a servable tree, newest first.
     public static func storedTrees(in folder: String) -> [TreeStoreInfo] {
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
         var found: [TreeStoreInfo] = []
-        while let entry = readdir(directory) {
-            let name = directoryEntryName(entry)
-            guard name.hasPrefix("tree-"), name.hasSuffix(".db"), let info = info(path: folder + "/" + name),
-                info.complete
-            else { continue }
-            found.append(info)
+        do {
+            try forEachEntry(inDirectory: folder) { name in
+                if name.hasPrefix("tree-"), name.hasSuffix(".db"), let info = info(path: folder + "/" + name), info.complete {
+                    found.append(info)
+                }
+                return true
+            }
+        } catch {
+            return []
         }
         return found.sorted { $0.syncedAt > $1.syncedAt }
     }

@@ -18,6 +18,7 @@
 import DropboxAPI
 import Log
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -56,7 +57,7 @@ public final class Connectivity: Sendable {
     /// find out whether its host is back.
     public init(
         offline: Bool = false, retryInterval: Double = 10,
-        now: @escaping @Sendable () -> Double = Filesystem.monotonicSeconds,
+        now: @escaping @Sendable () -> Double = SystemClock.monotonicSeconds,
         wallNow: @escaping @Sendable () -> Int64 = { Int64(time(nil)) },
         signIn: SignInHealth = SignInHealth()
     ) {

@@ -12,6 +12,7 @@
 // at start). `state` (a Mutex) guards the last gap seen.
 
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -23,7 +24,7 @@ public final class ResumeDetector: Sendable {
     private let last: Mutex<Double>
 
     /// `gap`: seconds the machine has slept since boot (CLOCK_BOOTTIME - CLOCK_MONOTONIC).
-    public init(gap: @escaping @Sendable () -> Double = ResumeDetector.systemGap, threshold: Double = 2) {
+    public init(gap: @escaping @Sendable () -> Double = SystemClock.suspendedSeconds, threshold: Double = 2) {
         self.gap = gap
         self.threshold = threshold
         last = Mutex(gap())
@@ -39,19 +40,10 @@ public final class ResumeDetector: Sendable {
         return slept > threshold ? slept : nil
     }
 
-    /// CLOCK_BOOTTIME minus CLOCK_MONOTONIC, in seconds: the time suspended since boot.
-    @Sendable public static func systemGap() -> Double {
-        var boot = timespec()
-        var mono = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &boot)
-        clock_gettime(CLOCK_MONOTONIC, &mono)
-        return Double(boot.tv_sec - mono.tv_sec) + Double(boot.tv_nsec - mono.tv_nsec) / 1e9
-    }
-
-    /// `systemGap` plus the seconds written in the file at `path` (a test hook; an absent or
+    /// `SystemClock.suspendedSeconds` plus the seconds written in the file at `path` (a test hook; an absent or
     /// unreadable file adds nothing).
     public static func gap(withJumpFile path: String) -> @Sendable () -> Double {
-        { systemGap() + jump(path) }
+        { SystemClock.suspendedSeconds() + jump(path) }
     }
 
     private static func jump(_ path: String) -> Double {

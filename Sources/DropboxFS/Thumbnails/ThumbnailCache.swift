@@ -7,6 +7,7 @@
 // Called on the writer's disk queue only.
 
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -57,17 +58,11 @@ struct ThumbnailCache: Sendable {
         let count = Int(info.st_size)
         var failed = false
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var done = 0
-            while done < count {
-                let n = read(fd, buffer.baseAddress! + done, count - done)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else {
-                    failed = n < 0
-                    break
-                }
-                done += n
+            do {
+                initialized = try FileDescriptor(rawValue: fd).read(filling: UnsafeMutableRawBufferPointer(buffer))
+            } catch {
+                failed = true
             }
-            initialized = done
         }
         guard !failed else { return nil }
         return PNGText.text(of: bytes)
@@ -81,12 +76,10 @@ struct ThumbnailCache: Sendable {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return CacheIOError(operation: "create \(temporary)", code: errno) }
         let failure = bytes.withUnsafeBytes { buffer -> CacheIOError? in
-            var done = 0
-            while done < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + done, buffer.count - done)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { return CacheIOError(operation: "write \(temporary)", code: n == 0 ? EIO : errno) }
-                done += n
+            do throws(Errno) {
+                try FileDescriptor(rawValue: fd).writeAll(buffer)
+            } catch {
+                return CacheIOError(operation: "write \(temporary)", code: error.rawValue)
             }
             // The standard's mode whatever the umask.
             return fchmod(fd, 0o600) == 0 ? nil : CacheIOError(operation: "fchmod \(temporary)", code: errno)

@@ -12,6 +12,7 @@ import DropboxAPI
 import DropboxTestSupport
 import Foundation
 import Synchronization
+import SystemCalls
 import Testing
 
 @testable import DropboxFS
@@ -86,7 +87,7 @@ extension CoreTests {
             ownership: ownership, folderTime: folderTime, folderListingTTL: folderListingTTL,
             pageLimit: pageLimit, spaceUsageTTL: spaceUsageTTL, prefetch: prefetch,
             watchChanges: watchChanges, prefetchWait: prefetchWait, fill: fill, subtreeListingAfter: subtreeListingAfter,
-            longpollTimeout: longpollTimeout, monotonicNow: clock?.function ?? Filesystem.monotonicSeconds)
+            longpollTimeout: longpollTimeout, monotonicNow: clock?.function ?? SystemClock.monotonicSeconds)
     }
 
     // MARK: Small accessors

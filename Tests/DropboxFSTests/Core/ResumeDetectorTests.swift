@@ -2,6 +2,7 @@
 // than the threshold between two checks is a resume, of that many seconds; drift below it is not.
 
 import Foundation
+import SystemCalls
 import Testing
 
 @testable import DropboxFS
@@ -23,11 +24,11 @@ extension CoreTests {
         }
 
         @Test func theSystemGapIsNotNegativeAndTheJumpFileAddsToIt() throws {
-            #expect(ResumeDetector.systemGap() > -0.01, "the two clocks are read one after the other")
+            #expect(SystemClock.suspendedSeconds() > -0.01, "the two clocks are read one after the other")
             let path = "/tmp/dropboxfs-resume-test-\(UInt64.random(in: 0...UInt64.max))"
             let withFile = ResumeDetector.gap(withJumpFile: path)
             let before = withFile()
-            #expect(abs(before - ResumeDetector.systemGap()) < 1, "no file: nothing added")
+            #expect(abs(before - SystemClock.suspendedSeconds()) < 1, "no file: nothing added")
             try "45\n".write(toFile: path, atomically: true, encoding: .utf8)
             defer { unlink(path) }
             #expect(abs(withFile() - before - 45) < 1)

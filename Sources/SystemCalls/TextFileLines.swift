@@ -1,5 +1,6 @@
-// The lines of a small text file (/proc/self/mountinfo, /proc/self/status, /etc/fuse.conf), read
-// with getline(3) so that a file of the kernel's, whose size stat cannot tell, is read whole.
+// The lines of a small text file (/proc/self/mountinfo, /proc/self/status, /etc/fuse.conf, the
+// thumbnail ledger), read with getline(3) so that a file of the kernel's, whose size stat cannot
+// tell, is read whole.
 
 #if canImport(Glibc)
     import Glibc
