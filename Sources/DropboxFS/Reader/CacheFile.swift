@@ -1,5 +1,9 @@
 // The reader's only contact with the local file system: an open cache file (pread, pwrite, mtime)
-// and the few folder operations of the disk cache. Each system call is wrapped once, here.
+// and the few folder operations of the disk cache. Reads, writes and folder listings go through the
+// system layer (SystemCalls), which holds the retry rules (EINTR, short transfers); the calls it
+// does not wrap are made here, once each.
+
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -26,37 +30,33 @@ final class CacheFile: Sendable {
         close(descriptor)
     }
 
-    /// Exactly the bytes of `range`.
+    /// Exactly the bytes of `range`; a file that ends before it is EIO.
     func read(_ range: Range<UInt64>) -> Result<[UInt8], CacheIOError> {
         let count = Int(range.upperBound - range.lowerBound)
         var failure: CacheIOError?
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var done = 0
-            while done < count {
-                let n = pread(descriptor, buffer.baseAddress! + done, count - done, off_t(range.lowerBound) + done)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else {
-                    failure = CacheIOError(operation: "pread", code: n == 0 ? EIO : errno)
-                    break
-                }
-                done += n
+            do throws(Errno) {
+                initialized = try FileDescriptor(rawValue: descriptor).read(
+                    fromAbsoluteOffset: Int64(range.lowerBound), filling: UnsafeMutableRawBufferPointer(buffer))
+                if initialized < count { failure = CacheIOError(operation: "pread", code: EIO) }
+            } catch {
+                initialized = 0
+                failure = CacheIOError(operation: "pread", code: error.rawValue)
             }
-            initialized = done
         }
         if let failure { return .failure(failure) }
         return .success(bytes)
     }
 
+    /// All of `bytes` at `offset`; a write that takes nothing is EIO.
     func write(_ bytes: [UInt8], at offset: UInt64) -> CacheIOError? {
         bytes.withUnsafeBytes { buffer -> CacheIOError? in
-            var done = 0
-            while done < buffer.count {
-                let n = pwrite(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + done)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { return CacheIOError(operation: "pwrite", code: n == 0 ? EIO : errno) }
-                done += n
+            do throws(Errno) {
+                try FileDescriptor(rawValue: descriptor).writeAll(toAbsoluteOffset: Int64(offset), buffer)
+                return nil
+            } catch {
+                return CacheIOError(operation: "pwrite", code: error.rawValue)
             }
-            return nil
         }
     }
 
@@ -100,15 +100,16 @@ enum CacheFolder {
 
     /// The regular files directly in `path`.
     static func items(in path: String) -> Result<[Item], CacheIOError> {
-        guard let folder = opendir(path) else { return .failure(CacheIOError(operation: "opendir \(path)", code: errno)) }
-        defer { closedir(folder) }
         var items: [Item] = []
-        while let entry = readdir(folder) {
-            let name = directoryEntryName(entry)
-            var info = stat()
-            guard stat(path + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-            let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-            items.append(Item(name: name, size: UInt64(info.st_size), modified: modified))
+        do throws(Errno) {
+            try forEachEntry(inDirectory: path) { name in
+                var info = stat()
+                guard stat(path + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return true }
+                items.append(Item(name: name, size: UInt64(info.st_size), modified: nanoseconds(info.st_mtim)))
+                return true
+            }
+        } catch {
+            return .failure(CacheIOError(operation: "opendir \(path)", code: error.rawValue))
         }
         return .success(items)
     }
@@ -155,8 +156,11 @@ enum CacheFolder {
 
     /// The wall clock in nanoseconds since the epoch (comparable with file mtimes).
     static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+        nanoseconds(SystemClock.realtime())
+    }
+
+    /// A time of the wall clock (a file's mtime, or now) in nanoseconds since the epoch.
+    private static func nanoseconds(_ time: timespec) -> Int64 {
+        Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 }

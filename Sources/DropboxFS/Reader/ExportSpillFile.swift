@@ -2,7 +2,10 @@
 // (Exports.swift): nothing is left behind when the daemon stops or is killed, since the kernel
 // frees an unlinked file with its last descriptor. The descriptor closes when the last reference
 // goes (the exports table's entry, and any read in progress), so a read never meets a closed file.
-// Written and read from the request's task, never on the FUSE thread.
+// Written and read from the request's task, never on the FUSE thread. The writes and reads go
+// through the system layer (SystemCalls), which holds the retry rules (EINTR, short transfers).
+
+import SystemCalls
 
 #if canImport(Glibc)
     import Glibc
@@ -34,17 +37,16 @@ final class ExportSpillFile: Sendable {
             unlink(path)
         }
         let file = ExportSpillFile(descriptor: descriptor, size: UInt64(bytes.count))
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { all in
-                pwrite(descriptor, all.baseAddress! + written, all.count - written, off_t(written))
+        // A write that takes nothing fails as EIO (it is not made again forever).
+        let failure = bytes.withUnsafeBytes { all -> CacheIOError? in
+            do throws(Errno) {
+                try FileDescriptor(rawValue: descriptor).writeAll(toAbsoluteOffset: 0, all)
+                return nil
+            } catch {
+                return CacheIOError(operation: "write an export to \(directory)", code: error.rawValue)
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(CacheIOError(operation: "write an export to \(directory)", code: errno))
-            }
-            written += n
         }
+        if let failure { return .failure(failure) }
         return .success(file)
     }
 
@@ -53,18 +55,18 @@ final class ExportSpillFile: Sendable {
         guard offset < self.size, size > 0 else { return .success([]) }
         let count = Int(min(UInt64(size), self.size - offset))
         var out = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = out.withUnsafeMutableBytes { buffer in
-                pread(descriptor, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+        let done = out.withUnsafeMutableBytes { buffer -> Result<Int, CacheIOError> in
+            do throws(Errno) {
+                return .success(try FileDescriptor(rawValue: descriptor).read(fromAbsoluteOffset: Int64(offset), filling: buffer))
+            } catch {
+                return .failure(CacheIOError(operation: "read a spilled export", code: error.rawValue))
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(CacheIOError(operation: "read a spilled export", code: errno))
-            }
-            if n == 0 { return .failure(CacheIOError(operation: "read a spilled export (cut short)", code: EIO)) }
-            done += n
         }
-        return .success(out)
+        switch done {
+        case .failure(let failure): return .failure(failure)
+        case .success(let read) where read < count:
+            return .failure(CacheIOError(operation: "read a spilled export (cut short)", code: EIO))
+        case .success: return .success(out)
+        }
     }
 }
