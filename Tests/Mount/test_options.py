@@ -1,5 +1,5 @@
 """One declaration per option: the parser, `--help`, the man page and the bash, zsh
-and fish completions are all made from the declarations in Sources/CLI/Options.swift, which
+and fish completions are all made from the declarations in Sources/CLI/CommandLine/Options.swift, which
 `dropboxfs __generate options` prints. Each output must name exactly the declared options of each
 command (hidden ones nowhere), and the parser must accept each of them. Also: every -o item
 is checked before anything is sent."""

@@ -110,7 +110,7 @@ def test_a_refill_splits_the_branch_the_tree_shows_as_big(fake_factory, mount_fa
     fake.reset_stats()
     # A change in the big branch around the reset (the watcher may apply it first, or the split
     # folder's fresh listing brings it): the tree must end with it either way. A file, not a
-    # subfolder: a tenth subfolder seen before the plan would not fit its room (Core/FillPlanTests
+    # subfolder: a tenth subfolder seen before the plan would not fit its room (Sync/FillPlanTests
     # covers subfolders made or removed since the tree was taken).
     fake.add_file(big["path_display"] + "/made later.txt", data=b"x\n")
     fake.reset_cursors()

@@ -9,7 +9,7 @@
 //   UTF-8) is dropped and counted in `undecodableEntries`; a page whose JSON is broken, or that lacks
 //   entries, cursor or has_more, fails as a whole.
 //
-// Tests/DropboxAPITests/ListFolderDecodingTests.swift checks it against JSONDecoder on the fake
+// Tests/DropboxAPITests/Models/ListFolderDecodingTests.swift checks it against JSONDecoder on the fake
 // server's pages (evil names included), on crafted entries and on mutated bytes.
 
 extension ListFolderResult {

@@ -4,7 +4,7 @@
 // which depends on where the credentials come from), shows it in the status attribute
 // (`sign_in=refused`), and requests that need Dropbox fail with EACCES meanwhile (ErrnoTable.swift).
 // The next request that succeeds (after a new token or `dropboxfs auth`, which the token provider
-// re-reads: Sources/CLI/Credentials.swift) clears it, with one more log line.
+// re-reads: Sources/CLI/Credentials/Credentials.swift) clears it, with one more log line.
 //
 // `state` (a Mutex) guards the problem and its time; no lock is held across a request.
 

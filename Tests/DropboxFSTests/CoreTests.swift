@@ -1,7 +1,7 @@
 // The namespace and shared helpers of the filesystem-core tests (target DropboxFS driven through
-// the in-memory Dropbox, no FUSE, no network). Every suite in this folder is nested in CoreTests so
-// `swift test --filter CoreTests` selects exactly them. Helpers are nested types too, so they never
-// clash with other test folders of the same module.
+// the in-memory Dropbox, no FUSE, no network). Every suite of Filesystem/, Tree/, Sync/ and Store/
+// that drives the core is nested in CoreTests, so `swift test --filter CoreTests` selects exactly
+// them. Helpers are nested types too, so they never clash, whichever folder their file is in.
 //
 // Waiting: tests never sleep for a fixed time when a condition can be polled; `waitUntil` polls the
 // core every couple of milliseconds and fails with a description after a timeout. The timeout is
