@@ -709,15 +709,25 @@ def test_status(binary, fake_factory, auth_mounts, home, tmp_path):
     assert r.returncode == 0, r
     assert str(token_file) in r.stdout.decode() and "DROPBOXFS_ACCESS_TOKEN" not in r.stdout.decode(), r
 
-    # Active mounts with their status line.
+    # Active mounts: a readable line each, and with -v the daemon's raw status line under it.
     m = auth_mounts(home, fake)
     wait_for_fill(m.path, fake)
     xattr = os.getxattr(m.path, "user.dropboxfs.status").decode()
+    assert xattr.split()[0] == "phase=watching", xattr
     r = cli(binary, home, fake, "status")
     assert r.returncode == 0, r
     lines = [line for line in r.stdout.decode().splitlines() if m.path in line]
     assert lines, f"the mount {m.path} is not listed: {r.stdout.decode()}"
-    assert xattr.split()[0] in lines[0] and "phase=watching" in lines[0], (lines[0], xattr)
+    assert "complete:" in lines[0] and "following changes" in lines[0], lines[0]
+    assert "phase=" not in r.stdout.decode(), r.stdout.decode()
+    r = cli(binary, home, fake, "status", "-v")
+    assert r.returncode == 0, r
+    out = r.stdout.decode().splitlines()
+    at = next(i for i, line in enumerate(out) if m.path in line)
+    block = [line.strip() for line in out[at + 1 :]]
+    block = block[: next((i for i, line in enumerate(block) if line.startswith("mount:")), len(block))]
+    raw = [line for line in block if line.startswith("status: ")]
+    assert raw and raw[0].startswith("status: phase=watching "), out
 
     # Unreachable: with a token, and with the stored sign-in (the refresh cannot be made).
     dead = f"http://127.0.0.1:{closed_port()}"
