@@ -33,7 +33,8 @@ final class FileManagers: Sendable {
 
     /// The process names (comm: the first 15 bytes of the program's name) whose reads are ranged:
     /// the file managers above, thumbnailers and content sniffers. Add one here and to
-    /// docs/SEMANTICS.md ("Reads by thumbnailers and content sniffers").
+    /// docs/SEMANTICS.md ("Thumbnails") and docs/READS.md ("Thumbnailers and content sniffers
+    /// read ranges").
     static let sniffers: Set<String> = names.union([
         // Thumbnailers, started by tumblerd, nautilus or a desktop for one file each.
         "gdk-pixbuf-thum", "ffmpegthumbnail", "totem-video-thu", "evince-thumbnai", "atril-thumbnail",
