@@ -101,13 +101,6 @@ struct ThumbnailCache: Sendable {
     private func makeFolder() -> CacheIOError? {
         var info = stat()
         if stat(folder, &info) == 0 { return nil }
-        var prefix = ""
-        for component in folder.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                return CacheIOError(operation: "mkdir \(prefix)", code: errno)
-            }
-        }
-        return nil
+        return CacheFolder.makeDirectories(folder)
     }
 }
