@@ -309,6 +309,43 @@ def scenario_thumbnails():
         raise AssertionError("expected too_many_files")
 
 
+def scenario_revisions():
+    """files_list_revisions (both modes, before_rev paging), include_deleted listings with
+    DeletedMetadata, and rev: downloads, through the SDK's validation."""
+    for i in range(4):
+        put("/hist/note.txt", b"version %d" % i)
+    put("/hist/doomed.txt", b"last words")
+    ctl("POST", "/_control/delete", {"path": "/hist/doomed.txt"})
+    d = dbx()
+    first = d.files_list_revisions("/hist/note.txt", limit=2)
+    assert isinstance(first, files.ListRevisionsResult) and not first.is_deleted
+    assert first.has_more and len(first.entries) == 2
+    rest = d.files_list_revisions("/hist/note.txt", limit=100, before_rev=first.entries[-1].rev)
+    revs = first.entries + rest.entries
+    assert [d.files_download("rev:" + e.rev)[1].content for e in revs] == \
+        [b"version %d" % i for i in (3, 2, 1, 0)]
+    by_id = d.files_list_revisions(revs[0].id, mode=files.ListRevisionsMode.id, limit=100)
+    assert [e.rev for e in by_id.entries] == [e.rev for e in revs]
+    try:
+        d.files_list_revisions(revs[0].id, mode=files.ListRevisionsMode.id, before_rev=revs[0].rev)
+    except ApiError as e:
+        assert e.error.is_before_rev_not_supported()
+    else:
+        raise AssertionError("expected before_rev_not_supported")
+    gone = d.files_list_revisions("/hist/doomed.txt")
+    assert gone.is_deleted and gone.server_deleted is not None
+    assert d.files_download("rev:" + gone.entries[0].rev)[1].content == b"last words"
+    listed = d.files_list_folder("/hist", include_deleted=True).entries
+    tombs = [e for e in listed if isinstance(e, files.DeletedMetadata)]
+    assert [t.name for t in tombs] == ["doomed.txt"]
+    try:
+        d.files_list_revisions("/hist/never.txt")
+    except ApiError as e:
+        assert e.error.is_path() and e.error.get_path().is_not_found()
+    else:
+        raise AssertionError("expected path/not_found")
+
+
 if __name__ == "__main__":
     globals()["scenario_" + sys.argv[1]]()
     print("OK")

@@ -242,6 +242,14 @@ class FakeDropbox:
     def move(self, src, dst):
         return self._call("POST", "/_control/move", {"from": src, "to": dst})
 
+    def revisions(self, path):
+        """The fake's own record of ``path``'s history, newest first (control API)."""
+        return self._call("GET", "/_control/revisions?" + urllib.parse.urlencode({"path": path}))
+
+    def expire_revision(self, rev):
+        """Forget an old revision, as Dropbox does when its retention ends."""
+        return self._call("POST", "/_control/expire_revision", {"rev": rev})["expired"]
+
     def reset_cursors(self):
         return self._call("POST", "/_control/reset_cursors", {})
 

@@ -11,6 +11,7 @@ import base64
 import json
 import urllib.parse
 
+from . import revisions
 from .adversarial import ModeError, modes_text, parse_modes
 from .content import Source
 from .faults import FaultError
@@ -210,6 +211,10 @@ def handle(st, method, path, query_string, raw):
                     return json_reply(tree.move(src, dst))
                 except TreeError as e:
                     raise ControlError(409, str(e))
+        if method == "GET" and name == "revisions":
+            return json_reply(revisions.history(st, q.get("path") or ""))
+        if method == "POST" and name == "expire_revision":
+            return json_reply({"expired": revisions.expire_revision(st, _str(_body(raw), "rev"))})
         if method == "POST" and name == "reset_cursors":
             with tree.lock:
                 tree.reset_cursors()

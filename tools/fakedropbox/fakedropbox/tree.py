@@ -123,6 +123,7 @@ class Tree:
         self.live_revs = {}               # revnum -> Node, for dynamic revs
         self.old_revs = {}                # revnum -> OldRev
         self.tombstones = {}              # path_lower -> (name, path_display)
+        self.deleted_at = {}              # path_lower -> time a file there was last deleted
         # (kind 'u'|'d', pl, parent_pl, pd, name, node, batch, was_folder):
         # node is None for 'd'; batch numbers the control call that logged the
         # event; was_folder tells what a 'd' removed (adversarial.py uses both).
@@ -516,6 +517,7 @@ class Tree:
             self.tombstones[pl] = (n.name, pd)
             if n.children is None:
                 self._retire_rev(n, cache)
+                self.deleted_at[pl] = self._now()
             else:
                 stack.extend(n.children.values())
             self.nodes[n.num] = None
@@ -603,6 +605,8 @@ class Tree:
         self._log("d", None, old_pd, old_pl, node.name, node.children is not None)
         new_parent = self._mkdirs(comps[:-1])
         self.tombstones[old_pl] = (node.name, old_pd)
+        if node.children is None:
+            self.deleted_at[old_pl] = self._now()
         node.name = comps[-1]
         node.parent = new_parent
         if node.extra and "key" in node.extra:
