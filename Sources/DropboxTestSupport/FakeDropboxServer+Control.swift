@@ -112,6 +112,14 @@ extension FakeDropboxServer {
         _ = try await controlRaw(.post, "reset_cursors", json: [:])
     }
 
+    /// Forgets an old revision, as Dropbox does when its retention ends; whether it was known.
+    @discardableResult
+    public func expireRevision(_ rev: String) async throws -> Bool {
+        struct Expired: Decodable { var expired: Bool }
+        let reply: Expired = try await control(.post, "expire_revision", json: ["rev": rev])
+        return reply.expired
+    }
+
     /// The bytes of a file (a path, `id:` or `rev:`), read directly from the fake.
     public func content(_ path: String) async throws -> [UInt8] {
         let query = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? path

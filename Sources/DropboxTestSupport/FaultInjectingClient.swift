@@ -184,6 +184,11 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
         return try await base.getThumbnailBatch(entries)
     }
 
+    public func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult {
+        try await admit(.listRevisions)
+        return try await base.listRevisions(arg)
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await admit(.getCurrentAccount)
         return try await base.getCurrentAccount()

@@ -120,6 +120,14 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         store.withLock { $0.move(from: from, to: to) }
     }
 
+    /// Forgets an old revision, as Dropbox does when its retention ends: list_revisions no longer
+    /// lists it and "rev:" finds nothing. The current revision of a live file stays. Whether it was
+    /// known.
+    @discardableResult
+    public func expireRevision(_ rev: String) -> Bool {
+        store.withLock { $0.expireRevision(rev) }
+    }
+
     /// Expires every cursor issued so far: continue and longpoll on them fail with `.cursorReset`.
     public func resetCursors() {
         store.withLock { state in
@@ -288,6 +296,11 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         bookkeeping.withLock { $0.thumbnailBatches.append(entries) }
         guard entries.count <= ThumbnailArg.batchLimit else { throw .routeError(summary: "too_many_files/") }
         return store.withLock { state in entries.map { state.thumbnail($0) } }
+    }
+
+    public func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult {
+        try await enter(.listRevisions)
+        return try store.withLock { $0.listRevisions(arg) }.get()
     }
 
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {

@@ -84,6 +84,7 @@ private struct RejectedTokenClient: DropboxClient {
     func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
         throw Self.rejected
     }
+    func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult { throw Self.rejected }
     func getCurrentAccount() async throws(DropboxError) -> FullAccount { throw Self.rejected }
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { throw Self.rejected }
 }

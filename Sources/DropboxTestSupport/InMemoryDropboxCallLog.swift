@@ -14,6 +14,7 @@ public enum DropboxMethod: String, Sendable, Hashable, CaseIterable {
     case download = "download"
     case export = "export"
     case getThumbnailBatch = "get_thumbnail_batch"
+    case listRevisions = "list_revisions"
     case getCurrentAccount = "get_current_account"
     case getSpaceUsage = "get_space_usage"
 }

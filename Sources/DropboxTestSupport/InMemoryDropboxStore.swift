@@ -58,6 +58,9 @@ struct InMemoryDropboxStore: Sendable {
     /// What list_folder with include_deleted reports: a `deleted` entry for every path that held an
     /// entry and holds none now.
     var tombstones: [String: DeletedMetadata] = [:]
+    /// When a file at each path_lower was last deleted (or moved away): list_revisions'
+    /// `server_deleted`.
+    var deletedAt: [String: DropboxTimestamp] = [:]
 
     /// Every change gets the next sequence number; `journal` holds the changes a cursor may still
     /// ask for: the last `journal.count` of them, ending at `headSeq`.
@@ -102,6 +105,9 @@ struct InMemoryDropboxStore: Sendable {
         let digits = String(nextRev, radix: 16)
         return "5" + String(repeating: "0", count: max(0, 11 - digits.count)) + digits
     }
+
+    /// The time of the latest change, without advancing the clock.
+    var now: DropboxTimestamp { DropboxTimestamp(secondsSinceEpoch: clock) }
 
     mutating func tick() -> DropboxTimestamp {
         clock += 1
@@ -174,6 +180,7 @@ struct InMemoryDropboxStore: Sendable {
             usedBytes -= entry.file?.size ?? 0
             tombstones[k] = DeletedMetadata(
                 name: entry.metadata.name, pathLower: k, pathDisplay: entry.metadata.pathDisplay)
+            if entry.file != nil { deletedAt[k] = now }
             removed.append(entry)
         }
         children[DropboxPath.parent(of: key)]?.remove(key)

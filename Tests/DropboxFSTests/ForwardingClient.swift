@@ -30,6 +30,9 @@ extension ForwardingClient {
     func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
         try await forwardee.getThumbnailBatch(entries)
     }
+    func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult {
+        try await forwardee.listRevisions(arg)
+    }
     func getCurrentAccount() async throws(DropboxError) -> FullAccount { try await forwardee.getCurrentAccount() }
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { try await forwardee.getSpaceUsage() }
 }

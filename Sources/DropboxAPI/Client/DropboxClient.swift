@@ -73,6 +73,8 @@ public protocol DropboxClient: Sendable {
     /// files/get_thumbnail_batch: at most `ThumbnailArg.batchLimit` images, one result per entry in
     /// order (an entry Dropbox cannot thumbnail fails alone); a failure of the whole request throws.
     func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>]
+    /// files/list_revisions: one page of a file's revisions, newest first (Models/Revisions.swift).
+    func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult
     func getCurrentAccount() async throws(DropboxError) -> FullAccount
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage
 }

@@ -92,6 +92,10 @@ struct ConnectivityGate: DropboxClient {
         try await pass(.content) { () async throws(DropboxError) in try await client.getThumbnailBatch(entries) }
     }
 
+    func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult {
+        try await pass(.api) { () async throws(DropboxError) in try await client.listRevisions(arg) }
+    }
+
     func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await pass(.api) { () async throws(DropboxError) in try await client.getCurrentAccount() }
     }

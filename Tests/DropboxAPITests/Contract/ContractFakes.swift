@@ -37,6 +37,8 @@ protocol FakeUnderTest: Sendable {
     func move(from: String, to: String) async throws
     /// Every cursor issued so far expires.
     func resetCursors() async throws
+    /// Forgets an old revision, as Dropbox does when its retention ends; whether it was known.
+    func expireRevision(_ rev: String) async throws -> Bool
     /// Every live file and folder, the root not included.
     func account() async throws -> [AccountEntry]
     func stop()
@@ -104,6 +106,10 @@ struct InMemoryFake: FakeUnderTest {
         dropbox.resetCursors()
     }
 
+    func expireRevision(_ rev: String) async throws -> Bool {
+        dropbox.expireRevision(rev)
+    }
+
     func account() async throws -> [AccountEntry] {
         dropbox.entries.compactMap { entry in
             switch entry {
@@ -168,6 +174,10 @@ struct HTTPFake: FakeUnderTest {
 
     func resetCursors() async throws {
         try await server.resetCursors()
+    }
+
+    func expireRevision(_ rev: String) async throws -> Bool {
+        try await server.expireRevision(rev)
     }
 
     func account() async throws -> [AccountEntry] {

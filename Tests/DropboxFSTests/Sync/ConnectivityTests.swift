@@ -193,6 +193,9 @@ private struct ProbeClient: DropboxClient {
     {
         throw .unexpectedStatus(0)
     }
+    func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult {
+        throw .unexpectedStatus(0)
+    }
     func getCurrentAccount() async throws(DropboxError) -> FullAccount { throw .unexpectedStatus(0) }
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage {
         record()

@@ -323,6 +323,7 @@ final class ScriptedListingClient: DropboxClient, Sendable {
     func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError) -> [Result<[UInt8], ThumbnailFailure>] {
         entries.map { _ in .failure(.path(.notFound)) }
     }
+    func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult { throw .lookup(.notFound) }
     func getCurrentAccount() async throws(DropboxError) -> FullAccount { InMemoryDropbox.defaultAccount }
     func getSpaceUsage() async throws(DropboxError) -> SpaceUsage { SpaceUsage(used: 0, allocation: .individual(allocated: 1)) }
 }
