@@ -64,6 +64,18 @@ extension FilesystemError {
         }
     }
 
+    /// How a failure of the history views (History/HistoryViews.swift) surfaces: a file or
+    /// revision Dropbox does not have (any more: past its retention), or a folder where a file
+    /// was named, is no such entry (ENOENT); a page of revisions that can no longer be continued
+    /// (`invalid_before_rev`: the revision it started from expired) is too.
+    public static func history(_ error: DropboxError) -> FilesystemError {
+        switch error {
+        case .lookup(.notFound), .lookup(.notFile), .lookup(.notFolder): return .notFound
+        case .routeError(let summary) where summary.hasPrefix("invalid_before_rev"): return .notFound
+        default: return FilesystemError(error)
+        }
+    }
+
     /// Whether a folder's own listing failed because the folder is gone on Dropbox (not_found): the
     /// caller then takes it out of the tree and answers ENOENT; any other failure maps as usual.
     public static func folderGone(_ error: DropboxError) -> Bool {

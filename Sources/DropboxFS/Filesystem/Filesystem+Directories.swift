@@ -43,7 +43,8 @@ extension Filesystem {
     /// Opens a folder for the kernel: now when it is listed, later once it is listed and, for a
     /// file manager, once the folder's thumbnails are written (or after a short wait).
     public func openDirectory(_ inode: UInt64, caller: Caller) -> Answer<OpenedDirectory> {
-        .deciding { () throws(FilesystemError) -> Answer<OpenedDirectory> in
+        if HistoryViews.owns(inode) { return openHistoryDirectory(inode) }
+        return .deciding { () throws(FilesystemError) -> Answer<OpenedDirectory> in
             if try servesNow(inode, firstPiece: true, caller: caller) { return .now(.success(openedDirectory(inode))) }
             return .later { [self] () async throws(FilesystemError) -> OpenedDirectory in
                 try await prepare(inode, firstPiece: true, caller: caller)
@@ -61,6 +62,7 @@ extension Filesystem {
     public func readDirectory<Piece: DirectoryPiece>(
         _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, caller: Caller, into piece: Piece
     ) -> Answer<Piece> {
+        if HistoryViews.owns(inode) { return readHistoryDirectory(inode, from: cookie, into: piece) }
         let firstPiece = cookie == 0
         let lean = countingLookups && listsLean(caller, folder: inode, firstPiece: firstPiece)
         let fill: @Sendable () throws(FilesystemError) -> Piece = { [self] () throws(FilesystemError) -> Piece in

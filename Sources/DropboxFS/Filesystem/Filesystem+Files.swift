@@ -12,6 +12,7 @@ extension Filesystem {
     /// disk (its disk cache entry is opened first, on the disk queue; an interrupt stops the wait)
     /// or the file is an export-only document (`openExport`).
     public func open(_ inode: UInt64) -> Answer<OpenedFile> {
+        if HistoryViews.owns(inode) { return openHistoryFile(inode) }
         let later = Answer<OpenedFile>.later { [self] () async throws(FilesystemError) -> OpenedFile in
             do throws(FilesystemError) {
                 return try await reader.open(try pinnedFile(inode))

@@ -17,6 +17,7 @@ extension Filesystem {
     /// such name. On success the kernel holds one more reference to the returned inode (released
     /// through `forget`). Names match byte for byte (SEMANTICS.md).
     public func lookup(parent: UInt64, name: String, caller: Caller) -> Answer<FileAttributes> {
+        if let hidden = historyLookup(parent: parent, name: name) { return hidden }
         let later = Answer<FileAttributes>.later { [self] () async throws(FilesystemError) -> FileAttributes in
             try await lookupListing(parent: parent, name: name, caller: caller)
         }
@@ -74,6 +75,7 @@ extension Filesystem {
 
     /// The attributes of a known inode.
     public func attributes(of inode: UInt64) throws(FilesystemError) -> FileAttributes {
+        if HistoryViews.owns(inode) { return try history.attributes(of: inode) }
         let index = try Self.index(inode)
         return try tree.attributes(of: index, ownership: options.ownership)
     }

@@ -44,6 +44,8 @@ public final class Filesystem: Sendable {
     let exports: ExportedDocuments
     /// Thumbnails for file managers (Thumbnails/); nil when off.
     let thumbnails: ThumbnailWriter?
+    /// Earlier versions and deleted files, under hidden names (History/, Filesystem+History.swift).
+    let history: HistoryViews
     /// Which callers are file managers (Filesystem+Callers.swift).
     let fileManagers: FileManagers
     /// Which callers' listings carry files lean (Filesystem+Callers.swift).
@@ -76,6 +78,8 @@ public final class Filesystem: Sendable {
         let reader = FileReader(client: gate, options: options.reader, invalidations: tree.invalidations)
         self.reader = reader
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
+        self.history = HistoryViews(
+            client: gate, tree: tree, sync: sync, ownership: options.ownership, monotonicNow: options.monotonicNow)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
         self.fileManagers = FileManagers(processName: options.processName)
         self.walkers = Walkers(after: options.leanWalkAfter)
