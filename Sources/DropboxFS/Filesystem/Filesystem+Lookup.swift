@@ -107,6 +107,7 @@ extension Filesystem {
 
     /// The extended attributes of an inode, in a stable order.
     public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
+        if HistoryViews.owns(inode) { return try history.extendedAttributes(of: inode) }
         let index = try Self.index(inode)
         if index == MetadataTree.rootIndex { return [(Self.statusAttribute, syncStatus())] }
         return try tree.dropboxAttributes(of: index)
@@ -119,7 +120,7 @@ extension Filesystem {
     /// file, instead of costing a kernel round trip per entry.
     public func extendedAttribute(_ name: String, of inode: UInt64) throws(FilesystemError) -> String {
         guard name.hasPrefix("user.") else {
-            _ = try Self.index(inode)
+            if HistoryViews.owns(inode) { _ = try history.attributes(of: inode) } else { _ = try Self.index(inode) }
             throw .notSupported
         }
         guard let value = try extendedAttributes(of: inode).first(where: { $0.name == name })?.value else { throw .noAttribute }

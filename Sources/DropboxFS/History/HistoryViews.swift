@@ -251,6 +251,21 @@ final class HistoryViews: Sendable {
         return try tree.attributes(of: UInt32(parent), ownership: ownership)
     }
 
+    /// The Dropbox facts of a revision or deleted file, as extended attributes like a file's
+    /// (user.dropbox.id, .rev, .content_hash); none for a view folder.
+    func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
+        let file: FileMetadata?
+        switch try entry(inode).node {
+        case .revision(let revision, _): file = revision
+        case .deletedFile(_, let last, _): file = last
+        case .versionsRoot, .fileVersions, .deletedRoot, .deletedFolder: file = nil
+        }
+        guard let file else { return [] }
+        var result: [(name: String, value: String)] = [("user.dropbox.id", file.id), ("user.dropbox.rev", file.rev)]
+        if let hash = file.contentHash { result.append(("user.dropbox.content_hash", hash.hex)) }
+        return result
+    }
+
     // MARK: Opening
 
     /// The revision an open of a view file pins.

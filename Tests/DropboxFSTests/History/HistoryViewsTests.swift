@@ -56,8 +56,14 @@ extension CoreTests {
                 // Looked up by name (as `cat` does), the same inode, answered now.
                 let found = try #require(try fs.lookup(parent: note.inode, name: entry.name, caller: .anonymous).now())
                 #expect(found.inode == entry.attributes.inode)
+                let facts = Dictionary(uniqueKeysWithValues: try fs.extendedAttributes(of: found.inode).map { ($0.name, $0.value) })
+                #expect(facts["user.dropbox.rev"].map { entry.name.contains("_" + $0 + ".") } == true)
+                #expect(facts["user.dropbox.content_hash"] == ContentHasher.hash(Array(text.utf8)).hex)
             }
             #expect(fake.callCount(.listRevisions) == 1)
+            // ls -l asks for ACLs and labels: EOPNOTSUPP, as for any entry, not a stale handle.
+            #expect(throws: FilesystemError.notSupported) { try fs.extendedAttribute("system.posix_acl_access", of: note.inode) }
+            #expect(try fs.extendedAttributes(of: versions.inode).isEmpty)
         }
 
         @Test func hiddenNamesAreNeverListedAndWalksCostNothing() async throws {
