@@ -47,6 +47,10 @@ func run(_ arguments: [String]) -> ExitCode {
             return try AuthCommand.run(Array(arguments.dropFirst()))
         case "status":
             return try StatusCommand.run(Array(arguments.dropFirst()))
+        case "versions":
+            return try VersionsCommand.run(Array(arguments.dropFirst()))
+        case "deleted":
+            return try DeletedCommand.run(Array(arguments.dropFirst()))
         case MountGuard.command:
             return MountGuard.watch(Array(arguments.dropFirst()))
         case Generators.command:

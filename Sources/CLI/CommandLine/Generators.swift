@@ -123,6 +123,16 @@ enum Generators {
 
     // ---- completions -----------------------------------------------------------------------------
 
+    /// What a command's positional argument completes to: the mount point and the folder of
+    /// `deleted` are folders, the file of `versions` any path.
+    static func positionalCompletion(_ command: String) -> OptionSpec.Completion {
+        switch command {
+        case "mount", "deleted": return .directory
+        case "versions": return .file
+        default: return .none
+        }
+    }
+
     private static func forms(_ option: OptionSpec) -> [String] {
         var result: [String] = []
         if let short = option.short { result.append("-\(short)") }
@@ -164,7 +174,12 @@ enum Generators {
             }
             s += "            esac\n"
             let words = visible(spec).flatMap(forms).joined(separator: " ")
-            let positional = spec.name == "mount" ? "COMPREPLY=($(compgen -d -- \"$cur\"))" : "COMPREPLY=()"
+            let positional: String
+            switch positionalCompletion(spec.name) {
+            case .directory: positional = "COMPREPLY=($(compgen -d -- \"$cur\"))"
+            case .file: positional = "COMPREPLY=($(compgen -f -- \"$cur\"))"
+            default: positional = "COMPREPLY=()"
+            }
             s += "            if [[ \"$cur\" == -* ]]; then COMPREPLY=($(compgen -W \"\(words)\" -- \"$cur\")); else \(positional); fi\n"
             s += "            ;;\n"
         }
@@ -242,7 +257,11 @@ enum Generators {
                     s += "                '\(form)\(equals)\(plus)\(description)\(action)' \\\n"
                 }
             }
-            if spec.name == "mount" { s += "                '1:mount point:_files -/' \\\n" }
+            switch positionalCompletion(spec.name) {
+            case .directory: s += "                '1:\(spec.name == "mount" ? "mount point" : "folder"):_files -/' \\\n"
+            case .file: s += "                '1:file:_files' \\\n"
+            default: break
+            }
             s += "                && return\n            ;;\n"
         }
         s += "    esac\n}\n\n_dropboxfs \"$@\"\n"
@@ -286,8 +305,12 @@ enum Generators {
                 }
                 s += line + " -d '\(fishText(option.help))'\n"
             }
-            if spec.name == "mount" {
-                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from mount' -a '(__fish_complete_directories (commandline -ct))'\n"
+            switch positionalCompletion(spec.name) {
+            case .directory:
+                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from \(spec.name)' -a '(__fish_complete_directories (commandline -ct))'\n"
+            case .file:
+                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from \(spec.name)' -F\n"
+            default: break
             }
         }
         return s

@@ -245,7 +245,49 @@ enum Options {
         description: "Prints the completion script of a shell, for shells where the installed one is not loaded.",
         options: [help])
 
-    static let commands = [auth, mount, status, version, completion]
+    static let versions = CommandSpec(
+        name: "versions",
+        summaries: [("versions PATH [--json]", "the earlier versions Dropbox keeps of a file on a mount")],
+        usage: ["dropboxfs versions PATH [--json]"],
+        description: """
+            Lists the versions Dropbox keeps of the file PATH on a dropboxfs mount, newest first: the time \
+            Dropbox stored each, its size, its revision, and the path on the mount where it reads \
+            (FOLDER/.dropboxfs-versions/NAME/TIME_REV.EXT, read-only). A deleted file's versions are listed \
+            from its old path. Asks Dropbox through the mount only: one request per 100 versions. Exit code 3 \
+            when PATH is not on a dropboxfs mount.
+            """,
+        options: [
+            OptionSpec(
+                name: "json",
+                help: "print one JSON array, newest first; each entry has path (where that version reads), time, "
+                    + "size, rev, content_hash and current"),
+            help,
+        ])
+
+    static let deleted = CommandSpec(
+        name: "deleted",
+        summaries: [("deleted DIR [--since DATE] [--json]", "the deleted files Dropbox keeps under a folder of a mount")],
+        usage: ["dropboxfs deleted DIR [--since DATE] [--json]"],
+        description: """
+            Lists the files deleted in the folder DIR of a dropboxfs mount, and in the folders deleted with \
+            them, that Dropbox still keeps (30 or 180 days, by plan), most recently deleted first: the deletion \
+            time, the size, where the file was, and the path on the mount where its last version reads \
+            (DIR/.dropboxfs-deleted/..., read-only). Files deleted in a folder that still exists are that \
+            folder's: run it there. Costs one listing of DIR with its subfolders and one request per deleted \
+            file. Exit code 3 when DIR is not on a dropboxfs mount.
+            """,
+        options: [
+            OptionSpec(
+                name: "since", value: "DATE",
+                help: "only files deleted at or after DATE (UTC): 2026-12-06 or 2026-12-06T10:41:00Z"),
+            OptionSpec(
+                name: "json",
+                help: "print one JSON array; each entry has path (where the file reads), original, deleted, size, "
+                    + "rev and content_hash"),
+            help,
+        ])
+
+    static let commands = [auth, mount, status, versions, deleted, version, completion]
 
     /// The options of `dropboxfs` itself (before any command).
     static let global: [OptionSpec] = [

@@ -251,7 +251,7 @@ enum StatusWatch {
     /// One line of JSON that is also safe on a terminal: JSONSerialization escapes C0 controls,
     /// and here DEL, C1 controls and the bidirectional overrides (Log.escaped's set) become \uXXXX
     /// too. They can only stand inside strings, so the JSON stays valid and means the same.
-    static func encode(_ object: [String: Any]) -> String {
+    static func encode(_ object: Any) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
         var out = ""
         for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
