@@ -238,6 +238,18 @@ extension CoreTests {
             #expect(FilesystemError.download(dropbox) == expected)
         }
 
+        @Test(arguments: [
+            (DropboxError.lookup(.notFound), FilesystemError.notFound),
+            (.lookup(.notFile), .notFound),
+            (.routeError(summary: "invalid_before_rev/.."), .notFound),
+            (.routeError(summary: "before_rev_not_supported/"), .remote(.routeError(summary: "before_rev_not_supported/"))),
+            (.serverError(status: 503), .remote(.serverError(status: 503))),
+            (.transport(TransportError(kind: .offline, message: "offline")), .offline),
+        ])
+        func whatTheHistoryViewsCannotFindIsNoSuchEntry(dropbox: DropboxError, expected: FilesystemError) {
+            #expect(FilesystemError.history(dropbox) == expected)
+        }
+
         @Test func onlyNotFoundMeansAListedFolderIsGone() {
             #expect(FilesystemError.folderGone(.lookup(.notFound)))
             #expect(!FilesystemError.folderGone(.lookup(.notFolder)))
