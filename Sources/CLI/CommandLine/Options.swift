@@ -251,7 +251,8 @@ enum Options {
         usage: ["dropboxfs versions PATH [--json]"],
         description: """
             Lists the versions Dropbox keeps of the file PATH on a dropboxfs mount, newest first: the time \
-            Dropbox stored each, its size, its revision, and the path on the mount where it reads \
+            Dropbox stored each, its size, its revision, who stored it when Dropbox says (files in shared \
+            folders: an account id), and the path on the mount where it reads \
             (FOLDER/.dropboxfs-versions/NAME/TIME_REV.EXT, read-only). A deleted file's versions are listed \
             from its old path. Asks Dropbox through the mount only: one request per 100 versions. Exit code 3 \
             when PATH is not on a dropboxfs mount.
@@ -260,7 +261,7 @@ enum Options {
             OptionSpec(
                 name: "json",
                 help: "print one JSON array, newest first; each entry has path (where that version reads), time, "
-                    + "size, rev, content_hash and current"),
+                    + "size, rev, content_hash, current, and modified_by (an account id) when Dropbox says who"),
             help,
         ])
 

@@ -50,12 +50,16 @@ public struct FileMetadata: Sendable, Equatable {
     public var exportAs: String?
     /// `sharing_info.read_only`, when the file lives in a shared folder.
     public var sharedReadOnly: Bool?
+    /// `sharing_info.modified_by`: the account id of who stored this revision, when Dropbox says
+    /// (files in shared folders). Decoded from list_revisions only (Revisions.swift), never from
+    /// listings, whose entries the tree keeps without it.
+    public var modifiedBy: String?
 
     public init(
         name: String, id: String, pathLower: String?, pathDisplay: String?,
         clientModified: DropboxTimestamp, serverModified: DropboxTimestamp, rev: String, size: UInt64,
         contentHash: ContentHash? = nil, isDownloadable: Bool = true, symlinkTarget: String? = nil,
-        exportAs: String? = nil, sharedReadOnly: Bool? = nil
+        exportAs: String? = nil, sharedReadOnly: Bool? = nil, modifiedBy: String? = nil
     ) {
         self.name = name
         self.id = id
@@ -70,6 +74,7 @@ public struct FileMetadata: Sendable, Equatable {
         self.symlinkTarget = symlinkTarget
         self.exportAs = exportAs
         self.sharedReadOnly = sharedReadOnly
+        self.modifiedBy = modifiedBy
     }
 }
 

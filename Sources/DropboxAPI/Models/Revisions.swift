@@ -73,12 +73,26 @@ extension ListRevisionsResult: Decodable {
         case hasMore = "has_more"
     }
 
+    /// Who stored a revision: `sharing_info.modified_by`, when Dropbox says.
+    private struct ModifiedBy: Decodable {
+        struct Sharing: Decodable {
+            var modifiedBy: String?
+            enum CodingKeys: String, CodingKey { case modifiedBy = "modified_by" }
+        }
+        var sharing: Sharing?
+        enum CodingKeys: String, CodingKey { case sharing = "sharing_info" }
+    }
+
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        var entries = try c.decode([FileMetadata].self, forKey: .entries)
+        let who = (try? c.decode([ModifiedBy].self, forKey: .entries)) ?? []
+        for (index, entry) in who.enumerated() where index < entries.count {
+            entries[index].modifiedBy = entry.sharing?.modifiedBy
+        }
         self.init(
             isDeleted: try c.decode(Bool.self, forKey: .isDeleted),
             serverDeleted: try c.decodeIfPresent(DropboxTimestamp.self, forKey: .serverDeleted),
-            entries: try c.decode([FileMetadata].self, forKey: .entries),
-            hasMore: try c.decodeIfPresent(Bool.self, forKey: .hasMore) ?? false)
+            entries: entries, hasMore: try c.decodeIfPresent(Bool.self, forKey: .hasMore) ?? false)
     }
 }

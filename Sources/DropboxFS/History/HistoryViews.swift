@@ -252,7 +252,8 @@ final class HistoryViews: Sendable {
     }
 
     /// The Dropbox facts of a revision or deleted file, as extended attributes like a file's
-    /// (user.dropbox.id, .rev, .content_hash); none for a view folder.
+    /// (user.dropbox.id, .rev, .content_hash, and .modified_by when Dropbox says who stored it);
+    /// none for a view folder.
     func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
         let file: FileMetadata?
         switch try entry(inode).node {
@@ -263,6 +264,7 @@ final class HistoryViews: Sendable {
         guard let file else { return [] }
         var result: [(name: String, value: String)] = [("user.dropbox.id", file.id), ("user.dropbox.rev", file.rev)]
         if let hash = file.contentHash { result.append(("user.dropbox.content_hash", hash.hex)) }
+        if let who = file.modifiedBy { result.append(("user.dropbox.modified_by", who)) }
         return result
     }
 

@@ -103,6 +103,35 @@ private func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
         #expect(f.traverseOnly && f.noAccess)
     }
 
+    @Test func listRevisionsWithWhoStoredEachAndTheDeletionTime() throws {
+        let json = """
+            {"is_deleted":true,"server_deleted":"2026-12-06T10:41:00Z","has_more":false,"entries":[
+             {"name":"a.txt","id":"id:a","path_lower":"/s/a.txt","path_display":"/S/a.txt",
+              "client_modified":"2026-12-01T00:00:00Z","server_modified":"2026-12-02T00:00:00Z",
+              "rev":"015a0000000002","size":3,"sharing_info":{"read_only":false,
+              "parent_shared_folder_id":"84","modified_by":"dbid:AAHteammate"}},
+             {"name":"a.txt","id":"id:a","client_modified":"2026-11-01T00:00:00Z",
+              "server_modified":"2026-11-02T00:00:00Z","rev":"015a0000000001","size":1}]}
+            """
+        let result = try decode(ListRevisionsResult.self, json)
+        #expect(result.isDeleted && !result.hasMore)
+        #expect(result.serverDeleted == DropboxTimestamp(parsing: "2026-12-06T10:41:00Z"))
+        #expect(result.entries.map(\.rev) == ["015a0000000002", "015a0000000001"])
+        #expect(result.entries.map(\.modifiedBy) == ["dbid:AAHteammate", nil])
+        #expect(result.entries[0].sharedReadOnly == false)
+        // A live file's history: no deletion time, has_more may be absent.
+        let live = try decode(ListRevisionsResult.self, #"{"is_deleted":false,"entries":[]}"#)
+        #expect(!live.isDeleted && live.serverDeleted == nil && !live.hasMore)
+    }
+
+    @Test func listRevisionsArgumentEncodesModeAsAUnion() throws {
+        let data = try JSONEncoder().encode(ListRevisionsArg(path: "/a", mode: .id, limit: 500, beforeRev: nil))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect((object["mode"] as? [String: String]) == [".tag": "id"])
+        #expect(object["limit"] as? Int == ListRevisionsArg.maxLimit, "the limit is clamped to Dropbox's 100")
+        #expect(object["before_rev"] == nil)
+    }
+
     @Test func deleted() throws {
         let d = try decode(
             Metadata.self,

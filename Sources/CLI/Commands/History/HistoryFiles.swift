@@ -24,6 +24,8 @@ enum HistoryFiles {
         var time: Int64
         var rev: String?
         var contentHash: String?
+        /// The account id of who stored it, when Dropbox says (shared folders).
+        var modifiedBy: String?
     }
 
     /// `path` made absolute without following its last component (it may not exist any more).
@@ -78,7 +80,7 @@ enum HistoryFiles {
         guard (st.st_mode & S_IFMT) == S_IFREG else { return nil }
         return File(
             path: path, size: UInt64(st.st_size), time: Int64(st.st_mtim.tv_sec), rev: attribute(path, "user.dropbox.rev"),
-            contentHash: attribute(path, "user.dropbox.content_hash"))
+            contentHash: attribute(path, "user.dropbox.content_hash"), modifiedBy: attribute(path, "user.dropbox.modified_by"))
     }
 
     static func attribute(_ path: String, _ name: String) -> String? {

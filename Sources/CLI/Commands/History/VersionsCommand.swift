@@ -39,13 +39,15 @@ enum VersionsCommand {
                         ]
                         if let rev = file.rev { object["rev"] = rev }
                         if let hash = file.contentHash { object["content_hash"] = hash }
+                        if let who = file.modifiedBy { object["modified_by"] = who }
                         return object
                     }))
             return .success
         }
         for file in files {
             let mark = file.rev != nil && file.rev == current ? "  (current)" : ""
-            printOut("\(HistoryFiles.time(file.time))  \(file.size) bytes  rev \(file.rev ?? "?")\(mark)\n    \(file.path)")
+            let who = file.modifiedBy.map { "  by \($0)" } ?? ""
+            printOut("\(HistoryFiles.time(file.time))  \(file.size) bytes  rev \(file.rev ?? "?")\(who)\(mark)\n    \(file.path)")
         }
         if files.isEmpty { printOut("no versions of \(given)") }
         return .success
