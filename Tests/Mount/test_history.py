@@ -113,6 +113,10 @@ def test_deleted_files_read_at_their_hidden_paths_and_via_the_command(history, b
     assert by_original[f"{m.path}/docs/old notes.txt"]["deleted"] == deleted_at
     later = run(binary, "deleted", f"{m.path}/docs", "--since", "2999-01-01", "--json")
     assert later.returncode == 0 and json.loads(later.stdout) == []
+    earlier = run(binary, "deleted", f"{m.path}/docs", "--since", deleted_at, "--json")
+    assert earlier.returncode == 0 and f"{m.path}/docs/old notes.txt" in [e["original"] for e in json.loads(earlier.stdout)]
+    text = run(binary, "deleted", f"{m.path}/docs")
+    assert text.returncode == 0 and text.stdout.decode().count(f"{m.path}/docs/{DELETED}/") == 2
     bad = run(binary, "deleted", f"{m.path}/docs", "--since", "yesterday")
     assert bad.returncode == 2 and b"--since" in bad.stderr
 
