@@ -150,3 +150,17 @@ def test_a_revision_dropbox_no_longer_keeps_is_enoent(history):
     assert len(os.listdir(f"{m.path}/docs/{VERSIONS}/report.txt")) == 2
     with pytest.raises(FileNotFoundError):
         os.stat(f"{m.path}/docs/{VERSIONS}/report.txt/2020-01-01T000000Z_{oldest['rev']}.txt")
+
+
+def test_a_moved_files_versions_include_those_from_before_the_move(fake_factory, mount_factory, binary):
+    fake = fake_factory()
+    fake.add_file("/m/draft.txt", b"one\n", server_modified=1700000000)
+    fake.add_file("/m/draft.txt", b"two\n", server_modified=1700000100)
+    fake.move("/m/draft.txt", "/m/final.txt")
+    fake.add_file("/m/final.txt", b"three\n", server_modified=1700000200)
+    m = mount_factory(fake)
+    r = run(binary, "versions", f"{m.path}/m/final.txt", "--json")
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)
+    assert [run("cat", e["path"]).stdout for e in listed] == [b"three\n", b"two\n", b"one\n"]
+    assert all(e["path"].endswith(".txt") for e in listed)

@@ -259,7 +259,8 @@ enum Options {
             Dropbox stored each, its size, its revision, who stored it when Dropbox says (files in shared \
             folders: an account id), and the path on the mount where it reads \
             (FOLDER/.dropboxfs-versions/NAME/TIME_REV.EXT, read-only). A deleted file's versions are listed \
-            from its old path. Asks Dropbox through the mount only: one request per 100 versions. Exit code 3 \
+            from its old path; a moved file's versions from before the move are included. Asks Dropbox through \
+            the mount only: one request per 100 versions, and one for those from before a move. Exit code 3 \
             when PATH is not on a dropboxfs mount.
             """,
         options: [

@@ -12,8 +12,9 @@ import DropboxAPI
 enum HistoryNode: Sendable, Equatable {
     /// FOLDER/.dropboxfs-versions: one folder per file of FOLDER.
     case versionsRoot(folder: UInt32)
-    /// FOLDER/.dropboxfs-versions/NAME: the revisions of the file at `path`.
-    case fileVersions(path: String)
+    /// FOLDER/.dropboxfs-versions/NAME: the revisions of the file at `path`, whose Dropbox id is
+    /// `id` ("" for a deleted file: its path's history only).
+    case fileVersions(path: String, id: String)
     /// One revision, read-only; `path` is where its file lives (for the log).
     case revision(FileMetadata, path: String)
     /// FOLDER/.dropboxfs-deleted: what was deleted in FOLDER.
@@ -42,11 +43,13 @@ struct HistoryState {
         var made: Int64
     }
 
-    /// A file's revisions fetched so far, newest first.
+    /// A file's revisions fetched so far, newest first: its path's history (path mode, paged),
+    /// then, once that ended, those of its id from before a move or rename (id mode, one call).
     struct Revisions {
         var entries: [FileMetadata]
         var hasMore: Bool
         var fetchedAt: Double
+        var idModeDone = false
     }
 
     /// Every deleted entry under a deleted view's folder (one recursive listing), and the folders

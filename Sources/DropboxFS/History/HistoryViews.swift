@@ -103,11 +103,11 @@ final class HistoryViews: Sendable {
         switch node {
         case .versionsRoot(let folder):
             switch tree.historyName(folder: folder, name: name) {
-            case .file(let path): return make(.fileVersions(path: path), named: name, in: parent)
+            case .file(let path, let id): return make(.fileVersions(path: path, id: id), named: name, in: parent)
             case .other: throw .notFound
             case .absent, .unknown: return nil
             }
-        case .fileVersions(let path):
+        case .fileVersions(let path, _):
             guard let rev = HistoryNames.rev(inRevisionName: name) else { throw .notFound }
             let known = state.withLock { $0.revisions[parent]?.entries.first { $0.rev == rev } }
             guard let known else { return nil }
@@ -143,7 +143,7 @@ final class HistoryViews: Sendable {
                 try await sync.ensureListed(folder, waitForFill: false)
             }
             switch tree.historyName(folder: folder, name: name) {
-            case .file(let path): return make(.fileVersions(path: path), named: name, in: parent)
+            case .file(let path, let id): return make(.fileVersions(path: path, id: id), named: name, in: parent)
             case .other: throw .notFound
             case .absent, .unknown: break
             }
@@ -151,8 +151,8 @@ final class HistoryViews: Sendable {
             let path = try tree.historyFolderPath(folder) + "/" + name
             let page = try await listRevisions(ListRevisionsArg(path: path, limit: 1))
             guard let newest = page.entries.first else { throw .notFound }
-            return make(.fileVersions(path: newest.pathDisplay ?? path), named: name, in: parent)
-        case .fileVersions(let path):
+            return make(.fileVersions(path: newest.pathDisplay ?? path, id: ""), named: name, in: parent)
+        case .fileVersions(let path, let id):
             guard let rev = HistoryNames.rev(inRevisionName: name) else { throw .notFound }
             let metadata: Metadata
             do throws(DropboxError) {
@@ -160,7 +160,8 @@ final class HistoryViews: Sendable {
             } catch {
                 throw FilesystemError.history(error)
             }
-            guard case .file(let file) = metadata, Self.samePath(file.pathLower, path), Self.name(of: file, path: path) == name
+            guard case .file(let file) = metadata, Self.samePath(file.pathLower, path) || (!id.isEmpty && file.id == id),
+                Self.name(of: file, path: path) == name
             else { throw .notFound }
             return make(.revision(file, path: path), named: name, in: parent)
         case .deletedRoot, .deletedFolder:
@@ -204,17 +205,20 @@ final class HistoryViews: Sendable {
                 names = tree.historyFileNames(folder: folder)
             }
             let folderPath = try tree.historyFolderPath(folder)
-            for name in (names ?? []).dropFirst(first) {
-                out.append(DirectoryEntry(name: name, attributes: make(.fileVersions(path: folderPath + "/" + name), named: name, in: inode)))
+            for (name, id) in (names ?? []).dropFirst(first) {
+                out.append(
+                    DirectoryEntry(
+                        name: name, attributes: make(.fileVersions(path: folderPath + "/" + name, id: id), named: name, in: inode)))
             }
             return (out, false)
-        case .fileVersions(let path):
-            let known = try await revisions(of: inode, path: path, reaching: first, refresh: refresh)
+        case .fileVersions(let path, let id):
+            let known = try await revisions(of: inode, path: path, id: id, reaching: first, refresh: refresh)
             for file in known.entries.dropFirst(first) {
                 let name = Self.name(of: file, path: path)
                 out.append(DirectoryEntry(name: name, attributes: make(.revision(file, path: path), named: name, in: inode)))
             }
-            return (out, known.hasMore && known.entries.count > first)
+            let pending = known.hasMore || (!known.idModeDone && !id.isEmpty)
+            return (out, pending && known.entries.count > first)
         case .deletedRoot, .deletedFolder:
             let root = try Self.deletedRootInode(inode, entry.node)
             let deleted = try await deletedEntries(root: root, refresh: refresh && inode == root)
@@ -295,21 +299,41 @@ final class HistoryViews: Sendable {
         }
     }
 
-    /// The revisions of the file at `path` known for view `inode`, fetched until more than
-    /// `reaching` are known or there are no more.
+    /// The revisions of the file at `path` (id `id`) known for view `inode`, fetched until more
+    /// than `reaching` are known or there are no more: the path's history a page at a time, then
+    /// once, for a live file, one id-mode call for its revisions from before a move or rename
+    /// (id mode cannot page: at most 100, docs/SEMANTICS.md "History").
     private func revisions(
-        of inode: UInt64, path: String, reaching: Int, refresh: Bool
+        of inode: UInt64, path: String, id: String, reaching: Int, refresh: Bool
     ) async throws(FilesystemError) -> HistoryState.Revisions {
         let now = monotonicNow()
         var known = state.withLock { $0.revisions[inode] }
         if let cached = known, refresh, now - cached.fetchedAt >= Self.freshFor { known = nil }
         while true {
-            if let known, known.entries.count > reaching || !known.hasMore { return known }
-            let page = try await listRevisions(
-                ListRevisionsArg(path: path, limit: Self.pageSize, beforeRev: known?.entries.last?.rev))
-            var next = known ?? HistoryState.Revisions(entries: [], hasMore: false, fetchedAt: now)
-            next.entries += page.entries
-            next.hasMore = page.hasMore && !page.entries.isEmpty
+            var next = known ?? HistoryState.Revisions(entries: [], hasMore: true, fetchedAt: now)
+            if next.entries.count > reaching || (!next.hasMore && (next.idModeDone || id.isEmpty)) { return next }
+            if next.hasMore {
+                let page = try await listRevisions(
+                    ListRevisionsArg(path: path, limit: Self.pageSize, beforeRev: next.entries.last?.rev))
+                next.entries += page.entries
+                next.hasMore = page.hasMore && !page.entries.isEmpty
+            } else {
+                let byId: [FileMetadata]
+                do throws(FilesystemError) {
+                    byId = try await listRevisions(ListRevisionsArg(path: id, mode: .id, limit: Self.pageSize)).entries
+                } catch .notFound {
+                    byId = []  // the id is gone: the path's history is all there is
+                }
+                let seen = Set(next.entries.map(\.rev))
+                let oldest = next.entries.last?.serverModified
+                // Only what lies beyond the path's history: the revisions from before the move.
+                next.entries += byId.filter { file in
+                    guard !seen.contains(file.rev) else { return false }
+                    guard let oldest else { return true }
+                    return file.serverModified <= oldest
+                }.sorted { ($0.serverModified, $0.rev) > ($1.serverModified, $1.rev) }
+                next.idModeDone = true
+            }
             let stored = next
             state.withLock { $0.revisions[inode] = stored }
             known = next

@@ -5,8 +5,8 @@
 extension LiveTree {
     /// What a name in a folder is now, as far as the tree knows.
     enum HistoryName: Equatable {
-        /// A live file, at this display path.
-        case file(path: String)
+        /// A live file, at this display path, with its Dropbox id ("" when the tree has none).
+        case file(path: String, id: String)
         /// A live folder or symlink.
         case other
         /// No such entry in the listed folder.
@@ -30,22 +30,24 @@ extension LiveTree {
             guard let node = t.tree.node(folder), node.kind == .folder else { return .absent }
             switch t.tree.lookup(parent: folder, name: name, fold: FoldKey(name)) {
             case .found(let child):
-                return t.tree.nodes[Int(child)].kind == .file ? .file(path: t.tree.path(of: child)) : .other
+                let node = t.tree.nodes[Int(child)]
+                return node.kind == .file ? .file(path: t.tree.path(of: child), id: node.id) : .other
             case .absent, .unknown:
                 return isListed(folder, in: t, acceptingExpired: true) ? .absent : .unknown
             }
         }
     }
 
-    /// The names of the files of a listed folder, in name order; nil when it is not listed.
-    func historyFileNames(folder: UInt32) -> [String]? {
-        bookkeeping { t -> [String]? in
+    /// The names and Dropbox ids of the files of a listed folder, in name order; nil when it is not
+    /// listed.
+    func historyFileNames(folder: UInt32) -> [(name: String, id: String)]? {
+        bookkeeping { t -> [(name: String, id: String)]? in
             guard let node = t.tree.node(folder), node.kind == .folder,
                 isListed(folder, in: t, acceptingExpired: true)
             else { return nil }
-            return t.tree.children(of: folder).compactMap { child -> String? in
+            return t.tree.children(of: folder).compactMap { child -> (name: String, id: String)? in
                 let entry = t.tree.nodes[Int(child)]
-                return entry.kind == .file ? entry.name : nil
+                return entry.kind == .file ? (entry.name, entry.id) : nil
             }
         }
     }

@@ -60,7 +60,7 @@ extension CoreTests {
                 #expect(facts["user.dropbox.rev"].map { entry.name.contains("_" + $0 + ".") } == true)
                 #expect(facts["user.dropbox.content_hash"] == ContentHasher.hash(Array(text.utf8)).hex)
             }
-            #expect(fake.callCount(.listRevisions) == 1)
+            #expect(fake.callCount(.listRevisions) == 2, "the path's history, then one id-mode call")
             // ls -l asks for ACLs and labels: EOPNOTSUPP, as for any entry, not a stale handle.
             #expect(throws: FilesystemError.notSupported) { try fs.extendedAttribute("system.posix_acl_access", of: note.inode) }
             #expect(try fs.extendedAttributes(of: versions.inode).isEmpty)
@@ -150,6 +150,36 @@ extension CoreTests {
             #expect(try await Self.listing(fs3, file3.inode).map(\.name) == [listed[0]])
         }
 
+        @Test func aMovedFilesVersionsIncludeThoseFromBeforeTheMove() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/old name.txt", contents: Array("one".utf8))
+            fake.modifyFile("/old name.txt", contents: Array("two".utf8))
+            fake.move(from: "/old name.txt", to: "/dir/new name.txt")
+            fake.modifyFile("/dir/new name.txt", contents: Array("three".utf8))
+            let fs = Filesystem(client: fake, options: options())
+            let dir = try await inode(fs, "/dir")
+            _ = try await names(fs, dir)
+            let versions = try await fs.lookup(parent: dir, name: HistoryNames.versions)
+            let file = try await fs.lookup(parent: versions.inode, name: "new name.txt")
+            let listed = try await Self.listing(fs, file.inode)
+            var contents: [String] = []
+            for entry in listed {
+                #expect(entry.name.hasSuffix(".txt"))
+                contents.append(String(decoding: try await Self.readWhole(fs, entry.attributes.inode), as: UTF8.self))
+            }
+            #expect(contents.first == "three" && contents.last == "one", "\(contents)")
+            #expect(Set(contents) == ["one", "two", "three"])
+            #expect(listed.map(\.name) == listed.map(\.name).sorted(by: >))
+            #expect(fake.callCount(.listRevisions) == 2, "the path's history, then one id-mode call")
+            // A version from before the move, looked up by name on a fresh mount: found by its id.
+            let fresh = Filesystem(client: fake, options: options())
+            let dir2 = try await inode(fresh, "/dir")
+            _ = try await names(fresh, dir2)
+            let versions2 = try await fresh.lookup(parent: dir2, name: HistoryNames.versions)
+            let file2 = try await fresh.lookup(parent: versions2.inode, name: "new name.txt")
+            #expect(try await fresh.lookup(parent: file2.inode, name: try #require(listed.last).name).size == 3)
+        }
+
         @Test func hundredsOfRevisionsArePagedAsTheListingReachesThem() async throws {
             let fake = InMemoryDropbox()
             for i in 0..<250 { fake.addFile("/many.log", contents: Array("line \(i)\n".utf8)) }
@@ -171,7 +201,7 @@ extension CoreTests {
             #expect(fake.callCount(.listRevisions) == 1)
             let all = try await Self.listing(fs, file.inode)
             #expect(all.count == 250 && Set(all.map(\.name)).count == 250)
-            #expect(fake.callCount(.listRevisions) == 3, "pages of 100")
+            #expect(fake.callCount(.listRevisions) == 4, "pages of 100, then one id-mode call")
             #expect(try await Self.readWhole(fs, all[249].attributes.inode) == Array("line 0\n".utf8))
         }
     }
