@@ -85,6 +85,12 @@ extension CoreTests {
             #expect(try m.cached() == [try m.hash("/keep/a.bin"), try m.hash("/keep/sub/b.bin")])
             #expect(m.fs.offline.attribute(of: try await m.index("/keep/a.bin")) == "present")
             #expect(m.fs.offline.attribute(of: try await m.index("/keep")) == "present 2/2 files")
+            // Through the facade the adapter calls, listed beside Dropbox's attributes.
+            let inode = UInt64(try await m.index("/keep/a.bin"))
+            #expect(try m.fs.extendedAttribute(Filesystem.offlineAttribute, of: inode) == "present")
+            #expect(try m.fs.extendedAttributes(of: inode).map(\.name).last == Filesystem.offlineAttribute)
+            #expect(try m.fs.extendedAttribute(Filesystem.pinsAttribute, of: Filesystem.rootInode)
+                == "/keep\tpresent\t2\t2\t512000\t512000\t0")
             #expect(m.fs.offline.attribute(of: try await m.index("/other/big.bin")) == nil)
             let report = try #require(m.fs.offline.reports().first)
             #expect(report == OfflineKeeper.PinReport(
