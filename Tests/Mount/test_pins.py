@@ -171,3 +171,25 @@ def test_without_a_disk_cache_a_pin_is_refused(binary, fake_factory, mount_facto
     r = run(binary, "pin", f"{m.path}/Keep")
     assert r.returncode == 1, r
     assert b"this mount has none" in r.stderr and b"--no-disk-cache" in r.stderr, r
+
+
+def test_a_pin_made_offline_is_downloaded_when_dropbox_is_back(binary, fake_factory, mount_factory, tmp_path):
+    fake = fake_factory()
+    names = keep_files(fake)
+    proxy = SwitchableProxy(fake.url)
+    try:
+        m = mount_factory(proxy.url)
+        wait_for_fill(m.path, fake)
+        proxy.down()
+        wait_until(lambda: "offline_since" in os.getxattr(m.path, "user.dropboxfs.status").decode(),
+                   timeout=20, interval=0.1, message="offline")
+        r = run(binary, "pin", f"{m.path}/Keep")
+        assert r.returncode == 0, r.stderr
+        assert pins(binary, m.path)[m.path][0]["state"] == "offline"
+        assert os.getxattr(f"{m.path}/Keep/a.bin", "user.dropboxfs.offline") == b"pending"
+        proxy.up()
+        wait_present(binary, m, "/Keep")
+        known = hashes(fake)
+        assert {known[n] for n in names} <= cached(tmp_path)
+    finally:
+        proxy.down()

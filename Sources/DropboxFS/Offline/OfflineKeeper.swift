@@ -88,15 +88,18 @@ final class OfflineKeeper: Sendable {
         guard diskCache != nil else { return }
         let task = Task.detached(priority: .utility) { [self] in
             while !Task.isCancelled {
-                let changes = tree.changeCount.load(ordering: .relaxed)
-                let due = state.withLock { s -> Bool in
-                    defer {
-                        s.dirty = false
-                        s.seenChanges = changes
+                // While offline nothing is marked done: the pass runs once Dropbox is back.
+                if !connectivity.isOffline {
+                    let changes = tree.changeCount.load(ordering: .relaxed)
+                    let due = state.withLock { s -> Bool in
+                        defer {
+                            s.dirty = false
+                            s.seenChanges = changes
+                        }
+                        return s.dirty || s.seenChanges != changes || !s.failures.isEmpty
                     }
-                    return s.dirty || s.seenChanges != changes || !s.failures.isEmpty
+                    if due, await !keepOnce() { state.withLock { $0.dirty = true } }
                 }
-                if due { await keepOnce() }
                 try? await Task.sleep(for: .milliseconds(300))
             }
         }
@@ -114,9 +117,11 @@ final class OfflineKeeper: Sendable {
         task?.cancel()
     }
 
-    /// One pass: plans from the tree, marks the pinned keys, and downloads what is missing.
-    func keepOnce() async {
-        guard let diskCache else { return }
+    /// One pass: plans from the tree, marks the pinned keys, and downloads what is missing. False
+    /// when it stopped before trying every missing content (offline, or stopped).
+    @discardableResult
+    func keepOnce() async -> Bool {
+        guard let diskCache else { return true }
         let pins = self.pins
         let coverage = tree.read { t in pins.map { PinPlan.coverage(of: $0, in: t.tree) } }
         var wanted: [String: PinnedContent] = [:]
@@ -132,18 +137,21 @@ final class OfflineKeeper: Sendable {
                     && (s.failures[file.key].map { now - $0.at >= retryAfter } ?? true)
             }.sorted { $0.path < $1.path }
         }
-        guard !todo.isEmpty, !connectivity.isOffline else { return }
-        await withTaskGroup(of: Void.self) { group in
+        guard !todo.isEmpty else { return true }
+        guard !connectivity.isOffline else { return false }
+        return await withTaskGroup(of: Void.self) { group -> Bool in
             var next = todo.makeIterator()
             for _ in 0..<concurrency {
                 guard let file = next.next() else { break }
                 group.addTask { await self.fetch(file, into: diskCache) }
             }
+            var stopped = false
             while await group.next() != nil {
-                if Task.isCancelled || connectivity.isOffline { break }
-                guard let file = next.next() else { continue }
+                if Task.isCancelled || connectivity.isOffline { stopped = true }
+                guard !stopped, let file = next.next() else { continue }
                 group.addTask { await self.fetch(file, into: diskCache) }
             }
+            return !stopped
         }
     }
 
@@ -154,6 +162,11 @@ final class OfflineKeeper: Sendable {
         defer { _ = state.withLock { s in s.downloading.remove(file.key) } }
         guard !cache.knows(key: file.key) else { return }
         let failure = await download(file, into: cache)
+        if failure != nil && connectivity.isOffline {
+            // Not this file's fault: the pass after Dropbox is back tries it at once.
+            Log.debug("available offline: \(Log.quoted(file.path)) waits for Dropbox")
+            return
+        }
         state.withLock { s in
             if let failure {
                 s.failures[file.key] = Failure(message: failure, at: monotonicNow())
