@@ -162,6 +162,45 @@ extension CoreTests {
             #expect(m.fs.offline.pins.isEmpty)
         }
 
+        /// A remount with a smaller cap trims the cache at open: the stored pins' entries stay, the
+        /// newer unpinned one goes, though least recently used order would drop the pinned first.
+        @Test func theTrimAtARemountKeepsThePinnedEntries() async throws {
+            let storeFolder = TreeStoreTests.folder()
+            defer { try? FileManager.default.removeItem(atPath: storeFolder) }
+            let cache = try TemporaryFolder()
+            let fake = InMemoryDropbox()
+            fake.addFile("/keep/a.bin", size: 300 * K, seed: 1)
+            fake.addFile("/keep/sub/b.bin", size: 200 * K, seed: 2)
+            fake.addFile("/other/big.bin", size: 600 * K, seed: 3)
+            func mount(capacity: UInt64) throws -> (Filesystem, TreeStore) {
+                let store = try TreeStoreTests.open(storeFolder)
+                let stored = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+                var options = CoreTests.options(prefetch: true, watchChanges: true)
+                options.store = store
+                options.reader = ReaderOptions(diskCache: DiskCacheOptions(directory: cache.path, capacity: capacity))
+                return (Filesystem(client: fake, options: options, restoring: stored), store)
+            }
+            let (first, firstStore) = try mount(capacity: 2048 * K)
+            first.startSync()
+            #expect(await first.waitUntilCaughtUp(seconds: 60))
+            let m = Mounted(fs: first, fake: fake, folder: cache)
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/keep")
+            try await m.waitKept(["/keep/a.bin", "/keep/sub/b.bin"])
+            #expect(try await Self.readAll(m, "/other/big.bin") == fake.contents(of: "/other/big.bin"))
+            first.finishDiskCacheWrites()
+            #expect(try m.cached().count == 3)
+            first.stop()
+            firstStore.close()
+
+            let (second, secondStore) = try mount(capacity: 700 * K)
+            defer {
+                second.stop()
+                secondStore.close()
+            }
+            #expect(second.offline.pins == ["/keep"])
+            #expect(try m.cached() == [try m.hash("/keep/a.bin"), try m.hash("/keep/sub/b.bin")])
+        }
+
         @Test func theSpaceCheckSaysTheNumbers() {
             #expect(PinSpace.refusal(path: "/a", pinnedBytes: 10, otherPinnedBytes: 0, newBytes: 10, capacity: 10, free: 10) == nil)
             #expect(PinSpace.refusal(path: "/a", pinnedBytes: 11, otherPinnedBytes: 0, newBytes: 11, capacity: 10, free: 100)
