@@ -193,3 +193,16 @@ def test_a_pin_made_offline_is_downloaded_when_dropbox_is_back(binary, fake_fact
         assert {known[n] for n in names} <= cached(tmp_path)
     finally:
         proxy.down()
+
+
+def test_without_the_background_listing_the_keeper_lists_the_pinned_folders(binary, fake_factory, mount_factory, tmp_path):
+    fake = fake_factory()
+    names = keep_files(fake)
+    m = mount_factory(fake, "--no-prefetch")
+    assert os.path.isdir(f"{m.path}/Keep")  # the root is listed; nothing below /Keep is
+    r = run(binary, "pin", f"{m.path}/Keep")
+    assert r.returncode == 0, r.stderr
+    assert "still being listed" in r.stdout.decode(), r.stdout
+    wait_present(binary, m, "/Keep")
+    known = hashes(fake)
+    assert {known[n] for n in names} <= cached(tmp_path)

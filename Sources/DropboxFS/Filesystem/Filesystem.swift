@@ -80,9 +80,11 @@ public final class Filesystem: Sendable {
             client: gate, options: options.reader, invalidations: tree.invalidations,
             pinnedKeys: stored.map { OfflineKeeper.pinnedKeys(pins, in: $0.tree) } ?? [])
         self.reader = reader
+        let sync = self.sync
         self.offline = OfflineKeeper(
             pins: pins, tree: tree, diskCache: reader.diskCache, client: gate, connectivity: connectivity,
-            store: options.store, diskQueue: reader.diskQueue, monotonicNow: options.monotonicNow)
+            store: options.store, diskQueue: reader.diskQueue, monotonicNow: options.monotonicNow,
+            listFolder: { folder in try? await sync.ensureListed(folder) })
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
         self.fileManagers = FileManagers(processName: options.processName)

@@ -59,11 +59,18 @@ final class OfflineKeeper: Sendable {
     let pieceSize: UInt64 = 4 << 20
     let retryAfter = 30.0
     let monotonicNow: @Sendable () -> Double
+    /// Lists one folder (SyncEngine.ensureListed): folders below a pin that no listing filled yet
+    /// (the whole-account listing is off or not done) are listed by the keeper.
+    let listFolder: @Sendable (UInt32) async -> Void
+    /// Folders listed per pass at most.
+    let listingsPerPass = 16
 
     init(
         pins: [String], tree: LiveTree, diskCache: DiskCache?, client: any DropboxClient, connectivity: Connectivity,
-        store: TreeStore?, diskQueue: DispatchQueue, monotonicNow: @escaping @Sendable () -> Double
+        store: TreeStore?, diskQueue: DispatchQueue, monotonicNow: @escaping @Sendable () -> Double,
+        listFolder: @escaping @Sendable (UInt32) async -> Void = { _ in }
     ) {
+        self.listFolder = listFolder
         self.tree = tree
         self.diskCache = diskCache
         self.client = client
@@ -137,7 +144,11 @@ final class OfflineKeeper: Sendable {
                     && (s.failures[file.key].map { now - $0.at >= retryAfter } ?? true)
             }.sorted { $0.path < $1.path }
         }
-        guard !todo.isEmpty else { return true }
+        let unlisted = coverage.flatMap(\.unlisted)
+        if !unlisted.isEmpty && !connectivity.isOffline {
+            for folder in unlisted.prefix(listingsPerPass) { await listFolder(folder) }
+        }
+        guard !todo.isEmpty else { return unlisted.isEmpty }
         guard !connectivity.isOffline else { return false }
         return await withTaskGroup(of: Void.self) { group -> Bool in
             var next = todo.makeIterator()
@@ -151,7 +162,7 @@ final class OfflineKeeper: Sendable {
                 guard !stopped, let file = next.next() else { continue }
                 group.addTask { await self.fetch(file, into: diskCache) }
             }
-            return !stopped
+            return !stopped && unlisted.isEmpty
         }
     }
 

@@ -27,7 +27,9 @@ struct PinCoverage: Sendable, Equatable {
     /// The pinned entry is in the tree (nil when it is gone or not listed yet).
     var found: Bool
     /// Every folder below the pin is completely listed.
-    var listed: Bool
+    var listed: Bool { unlisted.isEmpty }
+    /// Folders below the pin (or the pin) whose listing is not complete.
+    var unlisted: [UInt32] = []
     var files: [PinnedContent]
     /// Files that cannot be kept: export-only documents and files without a content_hash.
     var unavailable: Int
@@ -39,10 +41,9 @@ struct PinCoverage: Sendable, Equatable {
 enum PinPlan {
     /// The coverage of `path` ("/a/b", "" or "/" for the root) in `tree`.
     static func coverage(of path: String, in tree: MetadataTree) -> PinCoverage {
-        var result = PinCoverage(path: path, found: false, listed: false, files: [], unavailable: 0)
+        var result = PinCoverage(path: path, found: false, files: [], unavailable: 0)
         guard let top = index(of: path, in: tree) else { return result }
         result.found = true
-        result.listed = true
         var stack: [UInt32] = [top]
         while let index = stack.popLast() {
             guard let node = tree.node(index) else { continue }
@@ -56,7 +57,7 @@ enum PinPlan {
                     result.unavailable += 1
                 }
             case .folder:
-                if !tree.isComplete(index) { result.listed = false }
+                if !tree.isComplete(index) { result.unlisted.append(index) }
                 let slot = Int(node.folderSlot)
                 guard slot != 0 else { continue }
                 tree.folders[slot].children.forEachChild { stack.append($0) }
