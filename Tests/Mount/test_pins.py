@@ -95,6 +95,11 @@ def test_a_pinned_folder_reads_offline_after_a_remount(binary, fake_factory, mou
         r = run(binary, "status", m2.path, env={**os.environ, "DROPBOXFS_API_URL": proxy.url,
                                                 "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")})
         assert "available offline: 1 pin, 3/3 files" in r.stdout.decode(), r
+        r = run(binary, "status", "--json", m2.path, env={**os.environ, "DROPBOXFS_API_URL": proxy.url,
+                                                          "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")})
+        status = json.loads(r.stdout)["mounts"][0]["status"]
+        assert (status["pins"], status["pinned_files"], status["pinned_present_files"]) == (1, 3, 3), status
+        assert status["pinned_bytes"] == status["pinned_present_bytes"] == 400 * KiB + 12, status
     finally:
         proxy.down()
 

@@ -13,13 +13,15 @@ extension OfflineKeeper {
             return "refused: available offline keeps files in the disk cache, and this mount has none "
                 + "(it was mounted with --no-disk-cache, or its cache folder cannot be used): mount without --no-disk-cache"
         }
+        // The pins are read before the tree's lock is taken: `state` is never taken inside it.
+        let current = self.pins
         let (path, coverage, others) = tree.read { t -> (String, PinCoverage, [PinCoverage]) in
             let path = t.tree.path(of: index)
             let shown = path.isEmpty ? "/" : path
-            let pins = self.pins.filter { !PinPlan.covers(shown, $0) }
+            let pins = current.filter { !PinPlan.covers(shown, $0) }
             return (shown, PinPlan.coverage(of: shown, in: t.tree), pins.map { PinPlan.coverage(of: $0, in: t.tree) })
         }
-        if let outer = pins.first(where: { PinPlan.covers($0, path) && !PinPlan.samePath($0, path) }) {
+        if let outer = current.first(where: { PinPlan.covers($0, path) && !PinPlan.samePath($0, path) }) {
             return "refused: \(path) is available offline already, inside the pin \(outer)"
         }
         let otherFiles = others.flatMap(\.files)
