@@ -43,6 +43,8 @@ final class OfflineKeeper: Sendable {
         var dirty = true
         /// The tree's change count at the last pass.
         var seenChanges: UInt64 = .max
+        /// When the last pass started (monotonic seconds).
+        var lastPass: Double = -.infinity
         var running: Task<Void, Never>?
         var stopped = false
     }
@@ -58,6 +60,9 @@ final class OfflineKeeper: Sendable {
     let concurrency = 4
     let pieceSize: UInt64 = 4 << 20
     let retryAfter = 30.0
+    /// A pass runs at least this often, also with nothing changed: it finds a pinned entry the
+    /// reader found damaged and deleted, or one deleted by hand, and downloads it again.
+    let passEvery = 60.0
     let monotonicNow: @Sendable () -> Double
     /// Lists one folder (SyncEngine.ensureListed): folders below a pin that no listing filled yet
     /// (the whole-account listing is off or not done) are listed by the keeper.
@@ -98,12 +103,15 @@ final class OfflineKeeper: Sendable {
                 // While offline nothing is marked done: the pass runs once Dropbox is back.
                 if !connectivity.isOffline {
                     let changes = tree.changeCount.load(ordering: .relaxed)
+                    let now = monotonicNow()
                     let due = state.withLock { s -> Bool in
-                        defer {
+                        let due = s.dirty || s.seenChanges != changes || !s.failures.isEmpty || now - s.lastPass >= passEvery
+                        if due {
                             s.dirty = false
                             s.seenChanges = changes
+                            s.lastPass = now
                         }
-                        return s.dirty || s.seenChanges != changes || !s.failures.isEmpty
+                        return due
                     }
                     if due, await !keepOnce() { state.withLock { $0.dirty = true } }
                 }
