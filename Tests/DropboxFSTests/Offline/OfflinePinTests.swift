@@ -49,7 +49,9 @@ extension CoreTests {
             }
         }
 
-        static func mount(capacity: UInt64, diskCache: Bool = true) async throws -> Mounted {
+        static func mount(
+            capacity: UInt64, diskCache: Bool = true, client: ((InMemoryDropbox) -> any DropboxClient)? = nil
+        ) async throws -> Mounted {
             let folder = try TemporaryFolder()
             let fake = InMemoryDropbox()
             fake.addFile("/keep/a.bin", size: 300 * K, seed: 1)
@@ -59,7 +61,7 @@ extension CoreTests {
             var options = CoreTests.options(prefetch: true, watchChanges: true)
             options.reader = ReaderOptions(
                 diskCache: diskCache ? DiskCacheOptions(directory: folder.path, capacity: capacity) : nil)
-            let fs = Filesystem(client: fake, options: options)
+            let fs = Filesystem(client: client?(fake) ?? fake, options: options)
             fs.startSync()
             #expect(await fs.waitUntilCaughtUp(seconds: 60))
             return Mounted(fs: fs, fake: fake, folder: folder)
@@ -142,6 +144,22 @@ extension CoreTests {
             let now = try m.cached()
             #expect(now.contains(try m.hash("/more/big.bin")))
             #expect(!now.isSuperset(of: pinned))
+        }
+
+        /// Bytes that do not match the content_hash never become a disk cache entry: the pin says
+        /// it is failing, and nothing is left in the cache folder.
+        @Test func damagedDownloadsAreNotKept() async throws {
+            let m = try await Self.mount(capacity: 1024 * K) { RecordingClient($0, corruptAt: 0) }
+            defer { m.fs.stop() }
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/keep")
+            try await CoreTests.waitUntil("the pin fails", timeout: .seconds(30)) {
+                await m.fs.offline.keepOnce()
+                return m.fs.offline.reports().first?.state == "failing"
+            }
+            m.fs.finishDiskCacheWrites()
+            #expect(try m.folder.items() == [])
+            #expect(m.fs.offline.attribute(of: try await m.index("/keep/a.bin")) == "pending")
+            #expect(m.fs.offline.reports().first?.presentFiles == 0)
         }
 
         @Test func aPinThatDoesNotFitIsRefusedWithTheNumbers() async throws {
