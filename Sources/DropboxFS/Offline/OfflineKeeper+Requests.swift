@@ -9,6 +9,10 @@ extension OfflineKeeper {
     /// Pins the entry `index`. Refused without a disk cache, for a path inside a pin already,
     /// and when the pinned contents would not fit (PinSpace).
     func pin(_ index: UInt32) -> String {
+        pinRequests.withLock { _ in pinAlone(index) }
+    }
+
+    private func pinAlone(_ index: UInt32) -> String {
         guard let diskCache else {
             return "refused: available offline keeps files in the disk cache, and this mount has none "
                 + "(it was mounted with --no-disk-cache, or its cache folder cannot be used): mount without --no-disk-cache"

@@ -16,9 +16,10 @@
 // the reader finds at the next open. A file read while its pin's download runs is simply
 // downloaded by the reader too (the disk cache keeps the first complete entry).
 //
-// Locking: `state` guards the pins, the last pass's coverage, the failures and the downloads in
-// flight. It is never held across an await, a download, disk I/O or the tree's lock (the tree is
-// read first, then `state` taken).
+// Locking: `pinRequests` serialises pin requests (taken first, by `pin` only). `state` guards the
+// pins, the last pass's coverage, the failures and the downloads in flight. It is never held
+// across an await, a download, disk I/O or the tree's lock (the tree is read first, then `state`
+// taken).
 
 import Dispatch
 import DropboxAPI
@@ -57,6 +58,9 @@ final class OfflineKeeper: Sendable {
     /// Where the disk cache's writes run (FileReader.diskQueue): never on Swift's small pool.
     let diskQueue: DispatchQueue
     let state: Mutex<State>
+    /// Held for the whole of one pin request (its space check and its insertion), so two pins
+    /// made at once cannot both pass the check; taken before any other lock, by `pin` only.
+    let pinRequests = Mutex(0)
     let concurrency = 4
     let pieceSize: UInt64 = 4 << 20
     let retryAfter = 30.0
