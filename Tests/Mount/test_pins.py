@@ -3,7 +3,9 @@ keeps a folder's files in the disk cache (the daemon downloads them in the backg
 shows them present, the xattr and `status` say so; after a remount with Dropbox gone the pinned
 files read with the fake's bytes; a pinned file changed on the server is fetched again by itself;
 eviction under a small cache cap never drops a pinned file, and does once it is unpinned; a pin that
-does not fit, or one on a mount without a disk cache, is refused with a clear message."""
+does not fit (in the cache's cap, or in the free space of its disk: a small tmpfs), or one on a mount
+without a disk cache, is refused with a clear message; a pin made offline is downloaded once Dropbox
+is back; without the background listing the keeper lists the pinned folders itself."""
 
 import errno
 import hashlib
@@ -211,3 +213,24 @@ def test_without_the_background_listing_the_keeper_lists_the_pinned_folders(bina
     wait_present(binary, m, "/Keep")
     known = hashes(fake)
     assert {known[n] for n in names} <= cached(tmp_path)
+
+
+def test_a_pin_larger_than_the_free_disk_space_is_refused_with_the_numbers(binary, fake_factory, mount_factory, tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    r = run("mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", small)
+    assert r.returncode == 0, r.stderr
+    try:
+        fake = fake_factory()
+        fake.add_file("/Big/one.bin", size=1536 * KiB, seed=1)
+        fake.add_file("/Big/two.bin", size=1536 * KiB, seed=2)
+        m = mount_factory(fake, "--cache-dir", str(small / "cache"))
+        wait_for_fill(m.path, fake)
+        r = run(binary, "pin", f"{m.path}/Big")
+        assert r.returncode == 1, r
+        err = r.stderr.decode()
+        assert "/Big does not fit: 3.0 MiB (3145728 bytes) are still to download, and the disk of the cache folder has " in err, err
+        assert " free" in err and pins(binary, m.path)[m.path] == []
+        m.unmount()
+    finally:
+        run("umount", "-l", small)
