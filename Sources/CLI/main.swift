@@ -51,6 +51,8 @@ func run(_ arguments: [String]) -> ExitCode {
             return try VersionsCommand.run(Array(arguments.dropFirst()))
         case "deleted":
             return try DeletedCommand.run(Array(arguments.dropFirst()))
+        case "pin", "unpin", "pinned":
+            return try PinCommand.run(command, Array(arguments.dropFirst()))
         case MountGuard.command:
             return MountGuard.watch(Array(arguments.dropFirst()))
         case Generators.command:

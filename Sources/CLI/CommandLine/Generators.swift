@@ -123,12 +123,12 @@ enum Generators {
 
     // ---- completions -----------------------------------------------------------------------------
 
-    /// What a command's positional argument completes to: the mount point and the folder of
-    /// `deleted` are folders, the file of `versions` any path.
+    /// What a command's positional arguments complete to: mount points and the folder of `deleted`
+    /// are folders, the paths of `pin`, `unpin` and `versions` any path.
     static func positionalCompletion(_ command: String) -> OptionSpec.Completion {
         switch command {
-        case "mount", "deleted": return .directory
-        case "versions": return .file
+        case "mount", "pinned", "deleted": return .directory
+        case "pin", "unpin", "versions": return .file
         default: return .none
         }
     }
@@ -257,11 +257,11 @@ enum Generators {
                     s += "                '\(form)\(equals)\(plus)\(description)\(action)' \\\n"
                 }
             }
-            switch positionalCompletion(spec.name) {
-            case .directory: s += "                '1:\(spec.name == "mount" ? "mount point" : "folder"):_files -/' \\\n"
-            case .file: s += "                '1:file:_files' \\\n"
-            default: break
-            }
+            if spec.name == "mount" { s += "                '1:mount point:_files -/' \\\n" }
+            if spec.name == "pinned" { s += "                '*:mount point:_files -/' \\\n" }
+            if spec.name == "pin" || spec.name == "unpin" { s += "                '*:path:_files' \\\n" }
+            if spec.name == "deleted" { s += "                '1:folder:_files -/' \\\n" }
+            if spec.name == "versions" { s += "                '1:file:_files' \\\n" }
             s += "                && return\n            ;;\n"
         }
         s += "    esac\n}\n\n_dropboxfs \"$@\"\n"

@@ -46,6 +46,8 @@ public final class Filesystem: Sendable {
     let thumbnails: ThumbnailWriter?
     /// Earlier versions and deleted files, under hidden names (History/, Filesystem+History.swift).
     let history: HistoryViews
+    /// Pinned folders kept available offline (Offline/OfflineKeeper.swift).
+    let offline: OfflineKeeper
     /// Which callers are file managers (Filesystem+Callers.swift).
     let fileManagers: FileManagers
     /// Which callers' listings carry files lean (Filesystem+Callers.swift).
@@ -75,8 +77,16 @@ public final class Filesystem: Sendable {
             tree: tree, client: gate,
             syncClient: ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false),
             connectivity: connectivity, options: options, restoring: stored)
-        let reader = FileReader(client: gate, options: options.reader, invalidations: tree.invalidations)
+        let pins = options.store?.pins() ?? []
+        let reader = FileReader(
+            client: gate, options: options.reader, invalidations: tree.invalidations,
+            pinnedKeys: stored.map { OfflineKeeper.pinnedKeys(pins, in: $0.tree) } ?? [])
         self.reader = reader
+        let sync = self.sync
+        self.offline = OfflineKeeper(
+            pins: pins, tree: tree, diskCache: reader.diskCache, client: gate, connectivity: connectivity,
+            store: options.store, diskQueue: reader.diskQueue, monotonicNow: options.monotonicNow,
+            listFolder: { folder in try? await sync.ensureListed(folder) })
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.history = HistoryViews(
             client: gate, tree: tree, sync: sync, ownership: options.ownership, monotonicNow: options.monotonicNow)
@@ -101,13 +111,17 @@ public final class Filesystem: Sendable {
 
     /// Starts the background work the options ask for (the fill, the change watcher). Call once,
     /// after mounting.
-    public func startSync() { sync.start() }
+    public func startSync() {
+        sync.start()
+        offline.start()
+    }
 
     /// Stops the background work (at unmount), thumbnails included, and lets go of the
     /// invalidation handler: it holds the FUSE session, which holds this filesystem, and that
     /// cycle would otherwise outlive the mount (LeakSanitizer found the whole tree at exit).
     public func stop() {
         sync.stop()
+        offline.stop()
         thumbnails?.stop()
         invalidations.setSink(nil)
     }
@@ -128,7 +142,7 @@ public final class Filesystem: Sendable {
         var disk = ""
         if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes)" }
         if let thumbnails { disk += " thumbnail_bytes=\(thumbnails.bytesKept)" }
-        let more = options.statusFields().map { " " + $0 }.joined()
+        let more = (offline.statusFields() + options.statusFields()).map { " " + $0 }.joined()
         return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
             + disk + more
     }
