@@ -125,7 +125,7 @@ extension Filesystem {
             if HistoryViews.owns(inode) { _ = try history.attributes(of: inode) } else { _ = try Self.index(inode) }
             throw .notSupported
         }
-        if let answer = try pinRequest(name, of: Self.index(inode)) { return answer }
+        if !HistoryViews.owns(inode), let answer = try pinRequest(name, of: Self.index(inode)) { return answer }
         guard let value = try extendedAttributes(of: inode).first(where: { $0.name == name })?.value else { throw .noAttribute }
         return value
     }

@@ -59,6 +59,7 @@ extension CoreTests {
                 let facts = Dictionary(uniqueKeysWithValues: try fs.extendedAttributes(of: found.inode).map { ($0.name, $0.value) })
                 #expect(facts["user.dropbox.rev"].map { entry.name.contains("_" + $0 + ".") } == true)
                 #expect(facts["user.dropbox.content_hash"] == ContentHasher.hash(Array(text.utf8)).hex)
+                #expect(try fs.extendedAttribute("user.dropbox.rev", of: found.inode) == facts["user.dropbox.rev"])
             }
             #expect(fake.callCount(.listRevisions) == 2, "the path's history, then one id-mode call")
             // ls -l asks for ACLs and labels: EOPNOTSUPP, as for any entry, not a stale handle.
