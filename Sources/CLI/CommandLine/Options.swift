@@ -120,6 +120,15 @@ enum Options {
                 mountOption: true),
             profile,
             OptionSpec(
+                name: "shared-link", value: "URL",
+                help: "mount the folder or file of this shared link instead of the account, read-only; folders are "
+                    + "listed one at a time and listed again after --dir-cache-time (default 60s)",
+                mountOption: true),
+            OptionSpec(
+                name: "link-password-file", value: "FILE",
+                help: "with --shared-link: the link's password, the first line of FILE", mountOption: true,
+                completion: .file),
+            OptionSpec(
                 name: "no-prefetch",
                 help: "do not list the whole account in the background; folders are listed one request each when first opened",
                 mountOption: true),
