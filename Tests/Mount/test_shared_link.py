@@ -85,37 +85,37 @@ def test_password_link_mounts_with_the_password(fake_factory, mount_factory, tmp
     assert "rlkey" not in m.log_text()
 
 
-def refused(fake, tmp_path, url, *extra):
+def refused(binary, fake, tmp_path, url, *extra):
     mnt = tmp_path / "refused"
     mnt.mkdir(exist_ok=True)
     env = env_for(fake, extra={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     r = subprocess.run(
-        [os.environ.get("DROPBOXFS_BIN", ".build/debug/dropboxfs"), "mount", str(mnt), "--foreground",
+        [binary, "mount", str(mnt), "--foreground",
          "--shared-link", url, *extra], env=env, capture_output=True, timeout=60)
     assert not is_mounted(str(mnt))
     return r.returncode, r.stderr.decode(errors="replace") + r.stdout.decode(errors="replace")
 
 
-def test_each_refusal_is_named_with_its_exit_code(fake_factory, tmp_path):
+def test_each_refusal_is_named_with_its_exit_code(binary, fake_factory, tmp_path):
     fake = fake_factory()
     fake.add_file("/Vault/a.txt", data=b"x")
     locked = fake.share("/Vault", password=SECRET)["url"]
     wrong = tmp_path / "wrong"
     wrong.write_text("not the password\n")
-    code, text = refused(fake, tmp_path, locked, "--link-password-file", str(wrong))
+    code, text = refused(binary, fake, tmp_path, locked, "--link-password-file", str(wrong))
     assert code == 9 and "wrong password" in text, (code, text)
     assert "not the password" not in text and "rlkey" not in text
-    code, text = refused(fake, tmp_path, locked)
+    code, text = refused(binary, fake, tmp_path, locked)
     assert code == 10 and "needs a password" in text, (code, text)
     expired = fake.share("/Vault", expires_in=-60)["url"]
-    code, text = refused(fake, tmp_path, expired)
+    code, text = refused(binary, fake, tmp_path, expired)
     assert code == 8 and "expired" in text, (code, text)
     odd = fake.share("/Vault", unsupported=True)["url"]
-    code, text = refused(fake, tmp_path, odd)
+    code, text = refused(binary, fake, tmp_path, odd)
     assert code == 11 and "cannot mount" in text, (code, text)
-    code, text = refused(fake, tmp_path, "not a url")
+    code, text = refused(binary, fake, tmp_path, "not a url")
     assert code == 2 and "--shared-link" in text, (code, text)
-    code, text = refused(fake, tmp_path, locked, "--link-password-file", str(tmp_path / "missing"))
+    code, text = refused(binary, fake, tmp_path, locked, "--link-password-file", str(tmp_path / "missing"))
     assert code == 2 and "password file" in text, (code, text)
 
 

@@ -71,8 +71,9 @@ public final class SharedLinkSource: DropboxClient {
         throw .lookup(.notFound)
     }
 
-    /// Notes where each entry of a page of `folder`'s listing is, and the cursor of its next page.
-    private func record(_ page: ListFolderResult, in folder: String) {
+    /// Notes where each entry of a page of `folder`'s listing is, and (when the caller pages on
+    /// with `listFolderContinue`) the cursor of its next page.
+    private func record(_ page: ListFolderResult, in folder: String, keepingCursor: Bool = true) {
         paths.withLock { p in
             for entry in page.entries {
                 let path = folder + "/" + entry.name
@@ -82,7 +83,7 @@ public final class SharedLinkSource: DropboxClient {
                 case .deleted: break
                 }
             }
-            if page.hasMore { p.cursors[page.cursor] = folder }
+            if keepingCursor, page.hasMore { p.cursors[page.cursor] = folder }
         }
     }
 
@@ -115,13 +116,11 @@ public final class SharedLinkSource: DropboxClient {
         -> String?
     {
         let (linked, folder) = try linkArg(arg)
-        let cursor = try await routes.listFolderAll(linked) { page in
-            self.record(page, in: folder)
+        // The routes page on by themselves: no cursor is kept for listFolderContinue.
+        return try await routes.listFolderAll(linked) { page in
+            self.record(page, in: folder, keepingCursor: false)
             return each(page)
         }
-        // Pages were fetched by the routes themselves: forget their cursors.
-        paths.withLock { p in p.cursors = p.cursors.filter { $0.value != folder } }
-        return cursor
     }
 
     public func listFolderGetLatestCursor(_ arg: ListFolderArg) async throws(DropboxError) -> String {
