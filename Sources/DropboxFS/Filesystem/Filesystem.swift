@@ -78,7 +78,7 @@ public final class Filesystem: Sendable {
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
         self.fileManagers = FileManagers(processName: options.processName)
-        self.walkers = Walkers(after: options.leanWalkAfter)
+        self.walkers = Walkers(after: options.leanWalkAfter, now: options.monotonicNow)
     }
 
     /// Converts a kernel inode number to a tree index, rejecting numbers the tree never gave out.
