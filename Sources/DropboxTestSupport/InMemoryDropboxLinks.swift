@@ -80,6 +80,26 @@ extension InMemoryDropbox: SharedLinkRoutes {
     }
 }
 
+extension InMemoryDropbox {
+    public func getSharedLinkThumbnail(_ link: SharedLinkArg, _ arg: ThumbnailArg) async throws(DropboxError)
+        -> Result<[UInt8], ThumbnailFailure>
+    {
+        try await enter(.getThumbnailBatch)
+        return try store.withLock { s -> Result<Result<[UInt8], ThumbnailFailure>, DropboxError> in
+            switch s.linkTarget(link, path: arg.path) {
+            case .failure(.lookup(let failure)): return .success(.failure(.path(failure)))
+            case .failure(let refusal): return .failure(refusal)
+            case .success(nil): return .success(.failure(.path(.notFound)))
+            case .success(let key?):
+                guard let file = s.entries[key]?.file else { return .success(.failure(.path(.notFile))) }
+                var byRevision = arg
+                byRevision.path = "rev:" + file.rev
+                return .success(s.thumbnail(byRevision))
+            }
+        }.get()
+    }
+}
+
 extension InMemoryDropboxStore {
     static let linkCursorPrefix = "link:"
 

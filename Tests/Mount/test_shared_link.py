@@ -137,3 +137,25 @@ def test_a_change_appears_after_the_listing_lifetime(fake_factory, mount_factory
     wait_until(current, timeout=15, message="the new version to be read")
     fake.delete("/Live/sub/new.txt")
     wait_until(lambda: os.listdir(sub) == ["old.txt"], timeout=15, message="the deleted file to go")
+
+
+def test_a_file_manager_gets_thumbnails_of_a_links_photos(fake_factory, mount_factory, tmp_path):
+    from test_thumbnails import cache_name, file_manager, png_text, written
+    photos = 6
+    fake = fake_factory("--photos", str(photos))
+    url = fake.share("/Camera Uploads")["url"]
+    m = mount_factory(fake, "--shared-link", url, "--thumbnail-sizes", "normal")
+    mount = os.path.realpath(m.path)
+    fake.reset_stats()
+    r = run(file_manager(tmp_path), mount)
+    assert r.returncode == 0, r.stderr
+    names = [f"IMG_{i:04d}.jpg" for i in range(1, photos + 1)]
+    wait_until(lambda: len(written(tmp_path)) >= photos, timeout=20, message=f"{photos} thumbnails")
+    assert written(tmp_path) == sorted(cache_name(os.path.join(mount, n)) for n in names)
+    folder = tmp_path / "xdg-cache" / "thumbnails" / "normal"
+    for n in names:
+        text = png_text((folder / cache_name(os.path.join(mount, n))).read_bytes())
+        assert text[b"Thumb::URI"].decode().endswith("/" + n)
+    routes = fake.stats()["routes"]
+    assert routes.get("files/get_thumbnail_v2", 0) == photos, routes
+    assert routes.get("sharing/get_shared_link_file", 0) == 0 and routes.get("files/download", 0) == 0, routes

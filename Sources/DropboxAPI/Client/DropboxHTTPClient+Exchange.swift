@@ -134,7 +134,7 @@ extension DropboxHTTPClient {
     }
 
     /// The headers of a content-host call whose argument travels in `Dropbox-API-Arg`.
-    private func contentHeaders(token: String, arg: String) -> HTTPHeaders {
+    func contentHeaders(token: String, arg: String) -> HTTPHeaders {
         var headers = HTTPHeaders()
         headers.add("Authorization", "Bearer \(token)")
         headers.add("Dropbox-API-Arg", arg)

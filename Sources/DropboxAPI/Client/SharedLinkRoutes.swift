@@ -13,4 +13,9 @@ public protocol SharedLinkRoutes: DropboxClient {
     func getSharedLinkFile(
         _ link: SharedLinkArg, path: String?, range: ByteRange?, freshConnection: Bool
     ) async throws(DropboxError) -> DownloadResult
+    /// files/get_thumbnail_v2 of a file in the link (a PathOrLink `link` resource): `arg.path` is
+    /// the file's path in the link ("" for a link to the file itself). A file Dropbox makes no
+    /// thumbnail of is a failure of its own; a refusal of the link is thrown (`.sharedLink`).
+    func getSharedLinkThumbnail(_ link: SharedLinkArg, _ arg: ThumbnailArg) async throws(DropboxError)
+        -> Result<[UInt8], ThumbnailFailure>
 }

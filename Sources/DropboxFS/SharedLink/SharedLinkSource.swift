@@ -12,7 +12,8 @@
 //   whole-tree fill and the watcher, and a folder is listed again when its listing is older than
 //   the mount's folder listing lifetime (FilesystemOptions.folderListingTTL, `--dir-cache-time`).
 //   A recursive listing, a cursor of changes or a longpoll is answered with badRequest.
-// - a link to a file mounts as a folder holding that file: its root listing is the link's own.
+// - a link to a file mounts as a folder holding that file: its root listing is the link's own;
+// - thumbnails for file managers come one by one from get_thumbnail_v2 with the link as resource.
 //
 // `paths` (its own lock, never held across a request) maps what a listing showed to where it is in
 // the link: folder ids and file revisions to paths, and listing cursors in flight to their folder.
@@ -166,11 +167,30 @@ public final class SharedLinkSource: DropboxClient {
         throw .unsupportedFile
     }
 
-    /// The mount writes no thumbnails of a link (the CLI turns them off): each entry fails alone.
+    /// Each entry ("rev:R", as the thumbnail writer asks) through get_thumbnail_v2 with the link as
+    /// resource, one request each (Dropbox has no batch of link thumbnails); an entry whose
+    /// revision no listing showed, or that the link refuses, fails alone.
     public func getThumbnailBatch(_ entries: [ThumbnailArg]) async throws(DropboxError)
         -> [Result<[UInt8], ThumbnailFailure>]
     {
-        entries.map { _ in .failure(.other("no thumbnails of a shared link")) }
+        var results: [Result<[UInt8], ThumbnailFailure>] = []
+        results.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let inLink = try? filePath(entry.path) else {
+                results.append(.failure(.path(.notFound)))
+                continue
+            }
+            var arg = entry
+            arg.path = isFileLink ? "" : inLink
+            do {
+                results.append(try await routes.getSharedLinkThumbnail(link, arg))
+            } catch .transport(let failure) where failure.kind == .cancelled {
+                throw .transport(failure)
+            } catch {
+                results.append(.failure(.other(error.description)))
+            }
+        }
+        return results
     }
 
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {

@@ -146,6 +146,23 @@ extension FakeKind {
     }
 
     @Test(arguments: FakeKind.allCases)
+    func thumbnailsOfFilesInALink(kind: FakeKind) async throws {
+        let fake = try await kind.makeSharing()
+        defer { fake.stop() }
+        try await fake.addFile("/p/pic.jpg", size: 300_000, seed: 4)
+        try await fake.addFile("/p/notes.txt", content: Array("n".utf8))
+        let routes = fake.linkRoutes
+        let link = SharedLinkArg(url: try await fake.share("/p", password: "pw", expired: false, unsupported: false), password: "pw")
+        let image = try await routes.getSharedLinkThumbnail(link, ThumbnailArg(path: "/pic.jpg", format: .png))
+        #expect((try? image.get())?.prefix(8) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "\(kind)")
+        #expect(try await routes.getSharedLinkThumbnail(link, ThumbnailArg(path: "/notes.txt")) == .failure(.unsupportedExtension))
+        #expect(try await routes.getSharedLinkThumbnail(link, ThumbnailArg(path: "/gone.jpg")) == .failure(.path(.notFound)))
+        let wrong = SharedLinkArg(url: link.url, password: "no")
+        #expect(await Self.refusal { _ = try await routes.getSharedLinkThumbnail(wrong, ThumbnailArg(path: "/pic.jpg")) }
+            == .sharedLink(.accessDenied))
+    }
+
+    @Test(arguments: FakeKind.allCases)
     func refusalsAreNamed(kind: FakeKind) async throws {
         let fake = try await kind.makeSharing()
         defer { fake.stop() }

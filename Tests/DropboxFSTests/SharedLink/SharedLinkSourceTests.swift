@@ -45,6 +45,25 @@ extension CoreTests {
             #expect(fake.listFolderArgs.map(\.path) == ["", "/Sub", "/Sub/Deep"])
         }
 
+        @Test func thumbnailsAreAskedOfTheLinkByTheFilesPath() async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/Pics/a.jpg", size: 5000, seed: 1)
+            fake.addFile("/Pics/b.txt", contents: [1])
+            let source = try await SharedLinkSource.open(SharedLinkArg(url: fake.share("/Pics")), routes: fake)
+            let listed = try await source.listFolder(ListFolderArg(path: ""))
+            let revs = Dictionary(uniqueKeysWithValues: listed.entries.compactMap { entry -> (String, String)? in
+                if case .file(let f) = entry { return (f.name, f.rev) }
+                return nil
+            })
+            let results = try await source.getThumbnailBatch([
+                ThumbnailArg(path: "rev:" + revs["a.jpg", default: ""]), ThumbnailArg(path: "rev:" + revs["b.txt", default: ""]),
+                ThumbnailArg(path: "rev:0123456789ab"),
+            ])
+            #expect((try? results[0].get())?.isEmpty == false)
+            #expect(results[1] == .failure(.unsupportedExtension))
+            #expect(results[2] == .failure(.path(.notFound)), "a revision no listing showed")
+        }
+
         @Test func aFileLinkIsAFolderHoldingTheFile() async throws {
             let fake = InMemoryDropbox()
             fake.addFile("/docs/report.pdf", contents: Array("%PDF".utf8))

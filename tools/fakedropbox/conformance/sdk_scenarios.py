@@ -338,6 +338,18 @@ def scenario_shared_links():
     assert fmd.name == "a.txt" and resp.content == b"alpha"
     only = d.files_list_folder("", shared_link=files.SharedLink(single)).entries
     assert [e.name for e in only] == ["a.txt"], only
+    # A thumbnail of a file in the link, by PathOrLink; a file that is no image fails alone.
+    ctl("POST", "/_control/files", {"path": "/Shared/pic.jpg", "size": 300000, "seed": 3})
+    res = files.PathOrLink.link(files.SharedLinkFileInfo(folder, path="/pic.jpg", password="pw"))
+    preview, resp = d.files_get_thumbnail_v2(res, format=files.ThumbnailFormat.png,
+                                             size=files.ThumbnailSize.w128h128)
+    assert resp.content[:8] == b"\x89PNG\r\n\x1a\n" and preview.link_metadata.url == folder
+    try:
+        d.files_get_thumbnail_v2(files.PathOrLink.link(files.SharedLinkFileInfo(folder, path="/a.txt", password="pw")))
+    except ApiError as e:
+        assert e.error.is_unsupported_extension(), e.error
+    else:
+        raise AssertionError("expected ApiError")
     expired = ctl("POST", "/_control/shared_links", {"path": "/Shared", "expires_in": -1})["url"]
     odd = ctl("POST", "/_control/shared_links", {"path": "/Shared", "unsupported": True})["url"]
     for call, check in [

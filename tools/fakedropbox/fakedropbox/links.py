@@ -2,7 +2,8 @@
 
 Exists to serve what a shared-link mount reads (docs/DROPBOX-API.md, "Shared links"):
 ``sharing/get_shared_link_metadata``, ``files/list_folder`` with ``shared_link`` (and its
-``continue``), and ``sharing/get_shared_link_file`` (ranged).  A link is made through the control
+``continue``), ``sharing/get_shared_link_file`` (ranged) and ``files/get_thumbnail_v2`` of a
+file in a link (a PathOrLink ``link`` resource).  A link is made through the control
 API (``POST /_control/shared_links``) on a folder or file of one account; any valid token may then
 read it, as on Dropbox, where the link need not be in the reader's own Dropbox.
 
@@ -333,7 +334,50 @@ def get_shared_link_file(st, req, arg):
     return Reply(status, headers, stream=src.iter_range(start, length), length=length, throttle=True)
 
 
+def get_thumbnail_v2(st, req, arg):
+    """files/get_thumbnail_v2 (content host, download style) of a file in a link: ``resource`` is
+    a PathOrLink; only ``{".tag": "link", "url", "path"?, "password"?}`` is served (a ``path``
+    resource is the batch route's business here).  The image is the batch route's, the result
+    header a PreviewResult with ``link_metadata``."""
+    from . import routes_files, thumbs
+    res = arg.get("resource")
+    if not isinstance(res, dict) or res.get(".tag") != "link":
+        raise _arg_error("resource: only {\".tag\": \"link\"} is served by fakedropbox")
+    fmt = routes_files._union(arg.get("format"), "format", thumbs.FORMATS, "jpeg")
+    size = routes_files._union(arg.get("size"), "size", thumbs.SIZES, "w64h64")
+    mode = routes_files._union(arg.get("mode"), "mode", thumbs.MODES, "strict")
+    got = _open(st, res.get("url"), res.get("password"))
+    if isinstance(got, Reply):
+        tag = json.loads(got.body)["error"][".tag"]
+        return route_error({".tag": "access_denied" if tag == "shared_link_access_denied" else "not_found"})
+    link, tree = got
+    with tree.lock:
+        node, err = _walk(tree, link, res.get("path") or "")
+        if node is None:
+            return route_error({".tag": "path", "path": {".tag": err or "not_found"}})
+        if node.children is not None:
+            return route_error({".tag": "path", "path": {".tag": "not_file"}})
+        bad = routes_files._not_thumbnailable(node.name, node.size)
+        if bad is None and node.extra and "export_as" in node.extra:
+            bad = {".tag": "unsupported_image"}
+        if bad is not None:
+            return route_error(bad)
+        src = tree.source_of(node)
+        rev = tree.metadata(node)["rev"]
+    tree.ensure_hashes([node])
+    with tree.lock:
+        digest = node.hash
+    pw, ph = thumbs.photo_size(routes_files._sniff_head(src), digest)
+    tw, th = thumbs.fitted(pw, ph, thumbs.SIZES[size], mode)
+    img = thumbs.thumbnail(fmt, tw, th, digest)
+    st.count_thumbnails(1, 0, len(img))
+    result = {"link_metadata": {"url": link.url, "rev": rev}}
+    return Reply(200, [("Content-Type", "application/octet-stream"), ("Dropbox-API-Result", header_json(result))],
+                 img)
+
+
 ROUTES = {
+    "files/get_thumbnail_v2": ("download", "files.content.read", get_thumbnail_v2),
     "sharing/get_shared_link_metadata": ("rpc", "sharing.read", get_shared_link_metadata),
     "sharing/get_shared_link_file": ("download", "sharing.read", get_shared_link_file),
 }

@@ -125,3 +125,21 @@ def test_any_token_reads_another_accounts_link(start):
     entries, _, _ = link_list(fd, url)        # account a's token
     assert [e["name"] for e in entries] == ["x.txt"]
     assert link_file(fd, url, "/x.txt").body == b"from b"
+
+
+def test_thumbnail_of_a_file_in_a_link(fd):
+    fd.add_file("/S/pic.jpg", size=200000, seed=5)
+    fd.add_file("/S/a.txt", data=b"text")
+    url = fd.share("/S", password="pw")["url"]
+
+    def thumb(path, password="pw"):
+        arg = {"resource": {".tag": "link", "url": url, "path": path, "password": password},
+               "format": "png", "size": "w128h128"}
+        return fd.download(arg=arg, route="files/get_thumbnail_v2")
+
+    r = thumb("/pic.jpg")
+    assert r.status == 200 and r.body[:8] == b"\x89PNG\r\n\x1a\n"
+    assert r.result["link_metadata"]["url"] == url
+    assert error_tag(thumb("/a.txt")) == "unsupported_extension"
+    assert error_tag(thumb("/pic.jpg", password="no")) == "access_denied"
+    assert error_tag(thumb("/none.jpg")) == "path"

@@ -335,7 +335,7 @@ struct MountConfiguration {
         fresh = parsed.has("fresh")
         let thumbnailCap = try Self.byteCount(
             parsed.value("thumbnail-cache-size"), name: "--thumbnail-cache-size", default: 200 << 20)
-        thumbnailCacheSize = parsed.has("no-thumbnails") || thumbnailCap == 0 || sharedLinkURL != nil ? nil : thumbnailCap
+        thumbnailCacheSize = parsed.has("no-thumbnails") || thumbnailCap == 0 ? nil : thumbnailCap
         thumbnailSizes = try Self.thumbnailSizes(parsed.value("thumbnail-sizes"), folder: profile.thumbnailFolder)
         let deadlines = try TimeoutOption.parse(parsed.value("timeouts"))
         (http, retryPolicy, staleAfter) = (deadlines.http, deadlines.retryPolicy, deadlines.staleAfter)
