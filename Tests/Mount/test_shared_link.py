@@ -159,3 +159,20 @@ def test_a_file_manager_gets_thumbnails_of_a_links_photos(fake_factory, mount_fa
     routes = fake.stats()["routes"]
     assert routes.get("files/get_thumbnail_v2", 0) == photos, routes
     assert routes.get("sharing/get_shared_link_file", 0) == 0 and routes.get("files/download", 0) == 0, routes
+
+
+def test_damaged_bytes_of_a_link_are_caught_by_the_content_hash(fake_factory, mount_factory):
+    fake = fake_factory()
+    fake.add_file("/L/photo.jpg", size=3 * 2**20, seed=5)
+    fake.add_file("/L/bad.bin", size=2**20, seed=6)
+    url = fake.share("/L")["url"]
+    m = mount_factory(fake, "--shared-link", url, "--no-disk-cache", allowed_log=("do not match",))
+    want = hashlib.sha256(fake.content("/L/photo.jpg")).hexdigest()
+    fake.add_fault("sharing/get_shared_link_file", "flip", count=1)
+    r = run("sha256sum", os.path.join(m.path, "photo.jpg"), timeout=60)
+    assert r.returncode == 0 and r.stdout.split()[0].decode() == want, r.stderr
+    assert "downloading the whole file once more" in m.log_text()
+    fake.clear_faults()
+    fake.add_fault("sharing/get_shared_link_file", "flip", count=0)
+    r = run("cat", os.path.join(m.path, "bad.bin"), timeout=60)
+    assert r.returncode != 0 and b"Input/output error" in r.stderr
