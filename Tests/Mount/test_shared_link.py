@@ -122,8 +122,9 @@ def test_each_refusal_is_named_with_its_exit_code(binary, fake_factory, tmp_path
 def test_a_change_appears_after_the_listing_lifetime(fake_factory, mount_factory):
     fake = fake_factory()
     fake.add_file("/Live/sub/old.txt", data=b"first\n")
-    url = fake.share("/Live")["url"]
+    url = fake.share("/Live", expires_in=7 * 86400)["url"]
     m = mount_factory(fake, "--shared-link", url, "--dir-cache-time", "1s", "--attr-timeout", "1s")
+    wait_until(lambda: "the shared link expires at 20" in m.log_text(), timeout=10, message="the expiry in the log")
     sub = os.path.join(m.path, "sub")
     assert os.listdir(sub) == ["old.txt"]
     fake.add_file("/Live/sub/new.txt", data=b"added\n")

@@ -192,6 +192,7 @@ enum MountCommand {
             try session.run {
                 Log.info("mounted \(what)\(configuration.profile.suffix) on \(mountpoint)\(target.offline ? " offline" : "")")
                 if let line = target.teamLine { Log.info(line) }
+                if let expires = linkSource?.root.expires { Log.info("the shared link expires at \(expires)") }
                 guardHandle = MountGuard.start(mountpoint: mountpoint)
                 if !syncing { core.startSync() }
                 Daemon.reportReady()
