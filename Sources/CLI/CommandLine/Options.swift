@@ -90,7 +90,11 @@ enum Options {
     static let mount = CommandSpec(
         name: "mount",
         summaries: [("mount [MOUNTPOINT] [options]", "mount the account (default MOUNTPOINT: ~/dropbox)")],
-        usage: ["dropboxfs mount [MOUNTPOINT] [options]", "dropboxfs SOURCE MOUNTPOINT [-o OPTIONS]   (as mount.fuse3 runs it)"],
+        usage: [
+            "dropboxfs mount [MOUNTPOINT] [options]",
+            "dropboxfs mount --shared-link URL [--link-password-file FILE] MOUNTPOINT [options]",
+            "dropboxfs SOURCE MOUNTPOINT [-o OPTIONS]   (as mount.fuse3 runs it)",
+        ],
         description: """
             Mounts the Dropbox account read-only on MOUNTPOINT (default ~/dropbox, or ~/dropbox-NAME with \
             --profile NAME; created if missing). Without --foreground the command returns once the mount is \
