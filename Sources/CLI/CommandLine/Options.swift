@@ -165,6 +165,11 @@ enum Options {
                     + "such a file gives it full listings again (default 32; 0: always full listings)",
                 mountOption: true),
             OptionSpec(
+                name: "hide-no-access",
+                help: "leave out team folders this account may not open (no_access) instead of showing them with "
+                    + "mode 000",
+                mountOption: true),
+            OptionSpec(
                 name: "threads", value: "N",
                 help: "threads of libfuse's multi-threaded loop, which this option selects unless --spin-us is given "
                     + "(default 16)",

@@ -66,7 +66,7 @@ public final class Filesystem: Sendable {
         let tree = LiveTree(
             stored?.tree ?? MetadataTree(folderTime: options.folderTime), store: options.store, cursor: stored?.cursor,
             listingTTL: options.folderListingTTL, monotonicNow: options.monotonicNow,
-            invalidationRepeat: options.invalidationRepeat)
+            invalidationRepeat: options.invalidationRepeat, hideNoAccess: options.hideNoAccess)
         self.tree = tree
         self.invalidations = tree.invalidations
         self.sync = SyncEngine(

@@ -494,6 +494,7 @@ public final class TreeStore: Sendable {
             let flags = rows.int64(5)
             node.isDownloadable = flags & 1 != 0
             node.provisional = flags & 4 != 0
+            node.access = flags & 64 != 0 ? .noAccess : flags & 32 != 0 ? .traverseOnly : .full
             node.size = UInt64(bitPattern: rows.int64(6))
             node.mtime = rows.int64(7)
             node.ctime = rows.int64(8)
@@ -619,7 +620,8 @@ public final class TreeStore: Sendable {
         s.bind(Int64(node.kind.rawValue), at: 5)
         s.bind(
             (node.isDownloadable ? 1 : 0) | (node.provisional ? 4 : 0) | (record.oddKey ? 8 : 0)
-                | (record.incomplete ? 16 : 0),
+                | (record.incomplete ? 16 : 0) | (node.access == .traverseOnly ? 32 : 0)
+                | (node.access == .noAccess ? 64 : 0),
             at: 6)
         s.bind(Int64(bitPattern: node.size), at: 7)
         s.bind(node.mtime, at: 8)
