@@ -371,6 +371,7 @@ def scenario_shared_links():
         else:
             raise AssertionError("expected ApiError")
 
+
 def scenario_access_levels():
     """sharing_info's traverse_only and no_access decode as the SDK's FolderSharingInfo; a
     no_access folder's listing and a blocked file's download are LookupError restricted_content."""
