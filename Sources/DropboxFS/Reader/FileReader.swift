@@ -45,13 +45,17 @@ final class FileReader: Sendable {
     /// check in progress (wrapped: StoredClosure.swift).
     let diskCheckPause = Mutex(StoredClosure<@Sendable () async -> Void>({ await Task.yield() }))
 
-    init(client: any DropboxClient, options: ReaderOptions, invalidations: InvalidationPublisher? = nil) {
+    /// `pinnedKeys`: disk cache entries of pinned files, kept by the trim at open.
+    init(
+        client: any DropboxClient, options: ReaderOptions, invalidations: InvalidationPublisher? = nil,
+        pinnedKeys: Set<String> = []
+    ) {
         self.client = client
         self.options = options
         self.invalidations = invalidations
         let queue = DispatchQueue(label: "dropboxfs.disk-cache")
         diskQueue = queue
-        diskCache = options.diskCache.flatMap { DiskCache.open($0, queue: queue) }
+        diskCache = options.diskCache.flatMap { DiskCache.open($0, pinned: pinnedKeys, queue: queue) }
     }
 
     /// Runs `body` under the lock, then deletes the disk downloads it gave up and commits the disk

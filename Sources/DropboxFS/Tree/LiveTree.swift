@@ -42,6 +42,8 @@ final class LiveTree: Sendable {
     let hideNoAccess: Bool
     /// Where the kernel cache invalidations of every change go (the FUSE session's handler).
     let invalidations: InvalidationPublisher
+    /// Counts the calls of `change`: the offline keeper looks again after it moved.
+    let changeCount = Atomic<UInt64>(0)
 
     /// `cursor`: the one a restored tree was stored with. `invalidationRepeat`: the delay of an
     /// invalidation's second delivery (Invalidations.swift).
@@ -67,7 +69,10 @@ final class LiveTree: Sendable {
     @discardableResult
     func change<R>(cursor: StoreBatch.CursorChange = .keep, _ mutation: (inout State, inout [Invalidation]) -> R) -> R {
         var invalidated: [Invalidation] = []
-        defer { invalidations.publish(invalidated) }
+        defer {
+            invalidations.publish(invalidated)
+            changeCount.add(1, ordering: .relaxed)
+        }
         return state.withLock { t in
             let result = mutation(&t, &invalidated)
             Self.persist(in: &t, cursor: cursor)
@@ -84,7 +89,10 @@ final class LiveTree: Sendable {
         _ mutation: (inout Engine, inout State, inout [Invalidation]) -> R
     ) -> R {
         var invalidated: [Invalidation] = []
-        defer { invalidations.publish(invalidated) }
+        defer {
+            invalidations.publish(invalidated)
+            changeCount.add(1, ordering: .relaxed)
+        }
         return engine.withLock { s in
             state.withLock { t in
                 let result = mutation(&s, &t, &invalidated)
