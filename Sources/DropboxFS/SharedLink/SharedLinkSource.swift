@@ -193,6 +193,11 @@ public final class SharedLinkSource: DropboxClient {
         return results
     }
 
+    /// A shared link offers no history (list_revisions takes no link): the history views find none.
+    public func listRevisions(_ arg: ListRevisionsArg) async throws(DropboxError) -> ListRevisionsResult {
+        throw .lookup(.notFound)
+    }
+
     public func getCurrentAccount() async throws(DropboxError) -> FullAccount {
         try await routes.getCurrentAccount()
     }
