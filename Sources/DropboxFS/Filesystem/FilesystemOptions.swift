@@ -61,6 +61,8 @@ public struct FilesystemOptions: Sendable {
     /// Folders a thread reads with full listings before its files go lean (Walkers.swift); 0
     /// keeps every listing full.
     public var leanWalkAfter: Int = 0
+    /// Read-ahead across files (Reader/FolderReadAheadPolicy.swift); nil: off.
+    public var readAhead: FolderReadAheadOptions? = nil
     /// The name of the process a thread belongs to, nil when it is gone (FileManagers.swift);
     /// injectable for tests.
     public var processName: @Sendable (Int32) -> String? = FileManagers.processName(of:)

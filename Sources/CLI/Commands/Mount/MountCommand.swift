@@ -122,6 +122,7 @@ enum MountCommand {
         options.statusFields = DaemonStatus.fields(
             logFile: Daemon.isChild ? try configuration.logFilePath() : configuration.logFile, pacer: pacer)
         options.leanWalkAfter = configuration.leanWalkAfter
+        options.readAhead = configuration.readAhead ? FolderReadAheadOptions() : nil
         // A tree served offline is tied to the credentials by what they say of themselves (an
         // account id, a token's tag): once Dropbox answers, it names the account before the tree
         // is caught up.
@@ -225,6 +226,8 @@ struct MountConfiguration {
     var spinMicroseconds: Int
     /// Folders a thread reads before files go lean in its listings (DropboxFS's Walkers); 0 never.
     var leanWalkAfter: Int
+    /// Read-ahead across files (--no-read-ahead turns it off).
+    var readAhead: Bool
     /// Recursive listings in flight during the whole-account fill (1: one chain of pages).
     var fillParallel: Int
     /// Whole-tree background listing, and change following (with kernel invalidation).
@@ -293,6 +296,7 @@ struct MountConfiguration {
         // Asking for threads asks for the loop that has them.
         spinMicroseconds = try Self.number(
             parsed.value("spin-us"), name: "--spin-us", in: 0...100_000, default: parsed.value("threads") == nil ? 200 : 0)
+        readAhead = !parsed.has("no-read-ahead")
         leanWalkAfter = try Self.number(parsed.value("lean-walk-after"), name: "--lean-walk-after", in: 0...1_000_000, default: 32)
         fillParallel = try Self.number(
             parsed.value("fill-parallel"), name: "--fill-parallel", in: 1...32, default: FillOptions().parallelism)
