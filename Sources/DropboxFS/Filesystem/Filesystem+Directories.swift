@@ -10,7 +10,7 @@
 // (OpenedDirectory) and which callers get files lean are decided here; when a listing counts as
 // current, by the tree's one rule (LiveTree.isListed).
 //
-// Offsets are cookies (Tree/DirectoryCookie.swift): a listing read while the folder changes
+// Offsets are cookies (Tree/LiveTree+Queries.swift): a listing read while the folder changes
 // neither repeats nor skips an entry that did not change. The tree serves the pieces
 // (LiveTree+Queries.swift).
 //

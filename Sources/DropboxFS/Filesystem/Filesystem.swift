@@ -80,8 +80,10 @@ public final class Filesystem: Sendable {
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
         self.fileManagers = FileManagers(processName: options.processName)
-        self.walkers = Walkers(after: options.leanWalkAfter)
-        self.readAhead = options.readAhead.map { FolderReadAhead(options: $0, reader: reader, tree: tree) }
+        self.walkers = Walkers(after: options.leanWalkAfter, now: options.monotonicNow)
+        self.readAhead = options.readAhead.map {
+            FolderReadAhead(options: $0, reader: reader, tree: tree, now: options.monotonicNow)
+        }
     }
 
     /// Converts a kernel inode number to a tree index, rejecting numbers the tree never gave out.

@@ -39,7 +39,7 @@ public struct FilesystemOptions: Sendable {
     /// Multiplies the pause before a failed whole-account listing is started again (1, 2, 4 ... 60
     /// s); tests shrink it.
     public var fillRetryScale: Double
-    /// File reads: prefetch, buffer memory cap, disk cache (Reader/ReaderOptions.swift).
+    /// File reads: prefetch, buffer memory cap, disk cache (Reader/ReadPolicy.swift).
     public var reader: ReaderOptions
     /// Where the tree and its cursor are kept across mounts (Store/TreeStore.swift); nil keeps
     /// everything in memory. Used with prefetch and watchChanges only.

@@ -1,5 +1,5 @@
 // The file reader behind open, read and release: it only orchestrates. A handle
-// (ReadHandles.swift) is pinned to the revision seen at open and every download names it
+// (ReadHandles, ReaderState.swift) is pinned to the revision seen at open and every download names it
 // ("rev:<rev>"), so one open file never mixes two versions. A read is answered from, in order: a
 // checked disk cache entry, buffers downloaded earlier, the disk entry being written, and new ranged
 // downloads; ReadPolicy decides what else to fetch ahead. Each concern of a content has its file:

@@ -8,6 +8,9 @@
 // at all, and a window that starts at one unit once it reads on sequentially (a file manager
 // copying the file still speeds up). Its bytes are then checked against content_hash as a large
 // file's are: when a pass over the whole file completes.
+//
+// Below it, the reader's knobs (ReaderOptions) and the eviction order of buffers and disk entries:
+// the reader's other pure decisions.
 
 /// What the policy remembers about one open handle.
 public struct ReadStream: Sendable, Equatable {
@@ -144,5 +147,150 @@ public enum ReadPolicy {
     static func alignUp(_ value: UInt64, _ unit: UInt64) -> UInt64 {
         let rest = value % unit
         return rest == 0 ? value : value + (unit - rest)
+    }
+}
+
+// MARK: -
+// The knobs of the file reader: prefetch window, request sizes, the global cap on buffer memory,
+// which files are verified before any byte is served, and the optional on-disk content cache.
+// docs/READS.md explains each default.
+
+public struct ReaderOptions: Sendable, Equatable {
+    /// The grid every fetched range is aligned to, and the size of a random read's fetch.
+    public var unitSize: UInt64
+    /// The first prefetch window of a sequential reader; it doubles at each top-up.
+    public var initialWindow: UInt64
+    /// The largest prefetch window (bytes requested ahead of the reader).
+    public var maxWindow: UInt64
+    /// The largest single ranged request; a window is split into parts of this size fetched in parallel.
+    public var partSize: UInt64
+    /// A read this close behind or ahead of where the last one ended still counts as sequential.
+    public var sequentialSlack: UInt64
+    /// Files up to this size are fetched whole on the first read and checked against content_hash
+    /// before any byte is served.
+    public var wholeFileLimit: UInt64
+    /// A whole-file fetch is split into at most this many parallel requests.
+    public var wholeFileParts: UInt64
+    /// Cap on bytes held in read buffers (downloaded or in flight) across all open files. A read
+    /// that needs bytes still fetches them when the cap is reached; only prefetch stops.
+    public var memoryLimit: UInt64
+    /// The on-disk content cache; nil keeps downloaded bytes in memory only.
+    public var diskCache: DiskCacheOptions?
+
+    public init(
+        unitSize: UInt64 = 256 << 10,
+        initialWindow: UInt64 = 1 << 20,
+        maxWindow: UInt64 = 64 << 20,
+        partSize: UInt64 = 8 << 20,
+        sequentialSlack: UInt64 = 1 << 20,
+        wholeFileLimit: UInt64 = 8 << 20,
+        wholeFileParts: UInt64 = 4,
+        memoryLimit: UInt64 = 256 << 20,
+        diskCache: DiskCacheOptions? = nil
+    ) {
+        precondition(unitSize > 0 && partSize >= unitSize && partSize % unitSize == 0, "parts are whole units")
+        precondition(initialWindow > 0 && maxWindow >= initialWindow && wholeFileParts > 0)
+        self.unitSize = unitSize
+        self.initialWindow = initialWindow
+        self.maxWindow = maxWindow
+        self.partSize = partSize
+        self.sequentialSlack = sequentialSlack
+        self.wholeFileLimit = wholeFileLimit
+        self.wholeFileParts = wholeFileParts
+        self.memoryLimit = memoryLimit
+        self.diskCache = diskCache
+    }
+}
+
+/// Where the on-disk content cache lives and how much it may hold.
+public struct DiskCacheOptions: Sendable, Equatable {
+    /// The folder of cache entries (created 0700 with missing parents).
+    public var directory: String
+    /// Bytes of complete entries plus downloads in progress; least recently used entries go first.
+    public var capacity: UInt64
+
+    public init(directory: String, capacity: UInt64) {
+        self.directory = directory
+        self.capacity = capacity
+    }
+}
+
+// MARK: -
+// Which read buffers and which disk cache entries go first when space runs out, as pure functions
+// of plain values (ReaderPolicyTests has the tables). Buffers: those a sequential reader has moved
+// past (or that are safe on disk) first, those still waiting for the content_hash check last, and
+// least recently used first within each group. Disk entries: least recently used first.
+
+public enum EvictionOrder {
+    /// A downloaded buffer that may be dropped.
+    public struct Buffer: Sendable, Equatable {
+        public var id: UInt64
+        public var bytes: UInt64
+        /// A sequential reader has read past it, or its bytes are also in the disk cache.
+        public var consumed: Bool
+        /// Its bytes have not gone through the content_hash check yet (dropping it costs a download).
+        public var unhashed: Bool
+        /// A tick of the reader's use clock; smaller is older.
+        public var lastUsed: UInt64
+
+        public init(id: UInt64, bytes: UInt64, consumed: Bool, unhashed: Bool, lastUsed: UInt64) {
+            self.id = id
+            self.bytes = bytes
+            self.consumed = consumed
+            self.unhashed = unhashed
+            self.lastUsed = lastUsed
+        }
+    }
+
+    /// The ids of the buffers to drop, in order, until at least `needed` bytes are freed (all of
+    /// them when that is not enough).
+    public static func buffersToEvict(_ buffers: [Buffer], needed: UInt64) -> [UInt64] {
+        guard needed > 0 else { return [] }
+        let ordered = buffers.sorted { a, b in
+            if a.unhashed != b.unhashed { return !a.unhashed }
+            if a.consumed != b.consumed { return a.consumed }
+            if a.lastUsed != b.lastUsed { return a.lastUsed < b.lastUsed }
+            return a.id < b.id
+        }
+        var freed: UInt64 = 0
+        var victims: [UInt64] = []
+        for buffer in ordered where freed < needed {
+            victims.append(buffer.id)
+            freed += buffer.bytes
+        }
+        return victims
+    }
+
+    /// A complete entry of the disk cache.
+    public struct CacheEntry: Sendable, Equatable {
+        public var key: String
+        public var size: UInt64
+        /// When it was last used (nanoseconds since the epoch, from the file's mtime).
+        public var lastUsed: Int64
+
+        public init(key: String, size: UInt64, lastUsed: Int64) {
+            self.key = key
+            self.size = size
+            self.lastUsed = lastUsed
+        }
+    }
+
+    /// The keys of the entries to delete, oldest first, so that `reserved` (downloads in progress,
+    /// which cannot be evicted) plus the remaining entries plus `incoming` fit in `capacity`; nil
+    /// when `incoming` cannot fit even in an otherwise empty cache.
+    public static func cacheEntriesToEvict(
+        _ entries: [CacheEntry], reserved: UInt64, incoming: UInt64, capacity: UInt64
+    ) -> [String]? {
+        guard reserved <= capacity, incoming <= capacity - reserved else { return nil }
+        var used = reserved + entries.reduce(0) { $0 + $1.size }
+        let ordered = entries.sorted { a, b in
+            a.lastUsed != b.lastUsed ? a.lastUsed < b.lastUsed : a.key < b.key
+        }
+        var victims: [String] = []
+        for entry in ordered where used + incoming > capacity {
+            victims.append(entry.key)
+            used -= entry.size
+        }
+        return victims
     }
 }

@@ -1,5 +1,5 @@
 // The reader's bookkeeping, all behind FileReader's one Mutex (`FileReader.state`): the open
-// handles (ReadHandles.swift), the memory cap's count, what the kernel's page cache of each inode
+// handles (ReadHandles, ReaderState.swift), the memory cap's count, what the kernel's page cache of each inode
 // may hold, and per distinct content (a content_hash, or a revision without one, shared by every
 // handle on a file with those bytes) a ContentState. A content's three concerns are values of
 // their own: its buffers (ContentBuffers.swift), its disk cache entry (DiskEntry.swift) and its
@@ -9,6 +9,8 @@
 // move values around; the network, the disk and the hashing happen in FileReader outside the lock.
 // Disk entries given up or ready to commit are collected here (`abandoned`, `committing`) and
 // handled by FileReader.withState once the lock is released.
+//
+// Below it, the open file handles (ReadHandles), which live in the same state.
 
 import DropboxAPI
 
@@ -236,4 +238,74 @@ public enum PageCachePolicy: Sendable, Equatable {
     case keep
     case drop
     case bypass
+}
+
+// MARK: -
+// The reader's open file handles: each pins one revision of one file (PinnedFile) and carries its
+// read stream (ReadPolicy.swift) and the download attempt its current pass began under. Handles
+// are numbered from 1 here; export handles are numbered apart (ExportedDocuments.firstHandle).
+//
+// Locking: `ReadHandles` is part of ReaderState, behind FileReader's one Mutex (`FileReader.state`).
+
+/// One revision of one file, as an open handle pins it.
+struct PinnedFile: Sendable, Equatable {
+    var inode: UInt64
+    var path: String
+    var rev: String
+    var size: UInt64
+    var contentHash: ContentHash?
+
+    var key: ContentKey { contentHash.map(ContentKey.hash) ?? .rev(rev) }
+    var label: String { "\(path) (rev \(rev))" }
+}
+
+/// One open handle of the reader.
+struct ReadHandle {
+    var file: PinnedFile
+    var stream: ReadStream
+    /// The content attempt (ContentCheck.attempt) of the first read of the handle's current pass
+    /// over a large file: a pass that began on a download later found damaged has served some of its
+    /// bytes, so its read reaching the end fails (FileReader.begin).
+    var passAttempt: Int?
+}
+
+/// The open handles, by number.
+struct ReadHandles {
+    private var handles: [UInt64: ReadHandle] = [:]
+    private var next: UInt64 = 1
+
+    var count: Int { handles.count }
+
+    subscript(_ handle: UInt64) -> ReadHandle? {
+        get { handles[handle] }
+        set { handles[handle] = newValue }
+    }
+
+    /// Registers a new handle and returns its number.
+    mutating func add(_ handle: ReadHandle) -> UInt64 {
+        let number = next
+        next += 1
+        handles[number] = handle
+        return number
+    }
+
+    mutating func remove(_ handle: UInt64) -> ReadHandle? {
+        handles.removeValue(forKey: handle)
+    }
+
+    /// Whether a handle holds another revision of the file at `inode` open.
+    func holdOtherRevision(of file: PinnedFile) -> Bool {
+        handles.values.contains { $0.file.inode == file.inode && $0.file.rev != file.rev }
+    }
+}
+
+/// An open file handle and how the kernel's page cache should treat it.
+public struct OpenedFile: Sendable, Equatable {
+    public var handle: UInt64
+    public var pageCache: PageCachePolicy
+
+    public init(handle: UInt64, pageCache: PageCachePolicy) {
+        self.handle = handle
+        self.pageCache = pageCache
+    }
 }

@@ -3,7 +3,7 @@
 // single listing, and a folder is only marked complete once every page has been applied, so a
 // missing name can then be answered with no request. The pages may come in any order and repeat
 // entries (the later occurrence wins); change batches applied while the listing was in flight are
-// applied again after it (ChangeReplay.swift), and a listing that started before the newest one
+// applied again after it (ChangeReplay, SyncEngine.swift), and a listing that started before the newest one
 // applied to its folder is not applied at all (docs/SEMANTICS.md, "Listings in flight"). A request whose caller is signalled stops waiting
 // (`.interrupted`); the listing goes on for the other requests waiting for it, and is cancelled
 // when none is left (SharedWork.swift): the next request for the folder lists it afresh.

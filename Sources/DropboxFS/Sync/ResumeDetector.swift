@@ -3,7 +3,7 @@
 // the monotonic clock, which stood still meanwhile: a longpoll sent before the sleep waits on a
 // connection that died with it, for its whole timeout after the resume, and changes made meanwhile
 // showed minutes late. The sync engine checks the gap every second (SyncEngine.watchForResume);
-// when it grew by more than `threshold` seconds it wakes the change watcher (WatcherWakeup.swift),
+// when it grew by more than `threshold` seconds it wakes the change watcher (WatcherWakeup, ChangeWatcher.swift),
 // which drops its longpoll or pause and catches up at once, and lets requests probe unreachable
 // hosts again at once (docs/SEMANTICS.md, "Offline, sleep and sign-in").
 //

@@ -12,6 +12,8 @@
 // `state` is held while LiveTree.state is taken: always in that order (the tree's lock is never
 // held while taking the engine's; the tree's queries may be asked with `state` held), and neither
 // across an `await` or a network call.
+//
+// Below it, ChangeReplay: how a listing and the change batches that landed meanwhile are ordered.
 
 import DropboxAPI
 import Synchronization
@@ -25,7 +27,7 @@ final class SyncEngine: Sendable {
         /// Folder -> the listing filling it; concurrent callers share it (SharedWork.swift). Keyed
         /// by FolderRef: the listing of a removed folder is never found for a new one at its index.
         var listings: [FolderRef: SharedWork<Void>] = [:]
-        /// Change batches to apply again after listings in flight (ChangeReplay.swift).
+        /// Change batches to apply again after listings in flight (ChangeReplay, SyncEngine.swift).
         var changeReplay = ChangeReplay()
         /// Running recursive listings by the folder they list.
         var recursiveListings: [FolderRef: RecursiveListing] = [:]
@@ -69,7 +71,7 @@ final class SyncEngine: Sendable {
     /// Fired when the tree first matches Dropbox: the whole-account fill completed, or a restored
     /// tree caught up with the changes since its stored cursor.
     let caughtUp = CompletionSignal()
-    /// Ends the watcher's longpoll or pause early (WatcherWakeup.swift).
+    /// Ends the watcher's longpoll or pause early (WatcherWakeup, ChangeWatcher.swift).
     let wakeup = WatcherWakeup()
 
     init(
@@ -115,7 +117,7 @@ final class SyncEngine: Sendable {
     }
 
     /// Applies again the change batches recorded since `ticket`, after a listing that started then
-    /// (ChangeReplay.swift). Call inside `tree.change(with: state)`.
+    /// (ChangeReplay, SyncEngine.swift). Call inside `tree.change(with: state)`.
     func replayChanges(since ticket: UInt64, in s: inout State, _ t: inout LiveTree.State, invalidations: inout [Invalidation]) {
         for batch in s.changeReplay.batches(since: ticket) {
             t.apply(batch, as: .changes, changeEpoch: s.changeEpoch, invalidations: &invalidations)
@@ -126,5 +128,51 @@ final class SyncEngine: Sendable {
     /// them for the status line. Call inside `tree.change(with: state)`.
     func reportUnconfirmedFolders(madeBy epoch: UInt32, in s: inout State, _ t: inout LiveTree.State) {
         s.progress.madeFolders += t.reportUnconfirmedFolders(madeBy: epoch)
+    }
+}
+
+// MARK: -
+// Listings and the change watcher must never undo each other. A listing is a snapshot taken when
+// Dropbox served it; a change batch the watcher applies while that listing is in flight may be newer
+// than the snapshot (a deletion the snapshot still shows, a file it does not have yet). So each
+// listing notes the change sequence when it starts, and when it applies its result it applies again,
+// in order, every change batch recorded since: for the paths those batches touch the newer truth
+// wins, every other path takes the listing's. Batches are kept only while a listing is in flight.
+// Guarded by SyncEngine.state.
+
+struct ChangeReplay {
+    /// Change batches applied so far.
+    private(set) var sequence: UInt64 = 0
+    /// Batches applied while a listing was in flight, with their sequence numbers.
+    private var batches: [(sequence: UInt64, entries: [Metadata])] = []
+    /// Listings in flight by the sequence they started at (several may share one).
+    private var open: [UInt64: Int] = [:]
+
+    /// A listing starts; returns its ticket for `batches(since:)` and `end`.
+    mutating func begin() -> UInt64 {
+        open[sequence, default: 0] += 1
+        return sequence
+    }
+
+    /// The listing of `ticket` has ended (applied, failed or cancelled).
+    mutating func end(_ ticket: UInt64) {
+        guard let count = open[ticket] else { return }
+        open[ticket] = count > 1 ? count - 1 : nil
+        guard let oldest = open.keys.min() else {
+            batches = []
+            return
+        }
+        batches.removeAll { $0.sequence <= oldest }
+    }
+
+    /// A change batch was applied.
+    mutating func record(_ entries: [Metadata]) {
+        sequence += 1
+        if !open.isEmpty && !entries.isEmpty { batches.append((sequence, entries)) }
+    }
+
+    /// The batches applied since the listing of `ticket` started, oldest first.
+    func batches(since ticket: UInt64) -> [[Metadata]] {
+        batches.filter { $0.sequence > ticket }.map(\.entries)
     }
 }

@@ -215,7 +215,7 @@ import Testing
         }
         let elapsed = ContinuousClock.now - start
         // It took 25 s; now well under a millisecond, so the bound leaves room for a loaded machine.
-        #expect(elapsed < .seconds(2), "a \(body.utf8.count)-byte error body took \(elapsed) to decode")
+        #expect(elapsed < .seconds(10), "a \(body.utf8.count)-byte error body took \(elapsed) to decode")
     }
 
     /// An error body over JSONValue.maxParsedBytes is not read as JSON, and the error says why.

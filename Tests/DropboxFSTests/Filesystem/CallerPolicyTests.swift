@@ -23,7 +23,9 @@ extension CoreTests {
                 fake.addFile("/d\(i)/f", size: 1)
                 fake.addFolder("/d\(i)/sub")
             }
-            var settings = options()
+            // A walker is remembered for 10 s of the clock: a manual one, so a loaded machine's
+            // pauses between two listings do not make the walker a stranger.
+            var settings = options(clock: ManualClock())
             settings.leanWalkAfter = 1
             settings.processName = { _ in processName }
             let fs = Filesystem(client: fake, options: settings)

@@ -1,4 +1,4 @@
-// The change watcher's wakeup (WatcherWakeup.swift): a wake ends the wait in progress, a wake
+// The change watcher's wakeup (WatcherWakeup, ChangeWatcher.swift): a wake ends the wait in progress, a wake
 // between waits ends the next one at once, and a wait nobody wakes returns its result.
 
 import DropboxAPI
