@@ -57,6 +57,26 @@ def test_a_walk_over_a_folder_reads_its_next_files_ahead(fake_factory, mount_fac
     assert downloads(fake) == len(names)
 
 
+def test_a_walk_reads_the_next_folder_ahead_at_the_end_of_one(fake_factory, mount_factory):
+    """A walk goes on in listing order: once the window reaches the end of /tree/a (no
+    subfolders), the first files of /tree/b are read ahead too, so the walk's first open there
+    does not wait a round trip."""
+    fake = fake_factory()
+    a = add_folder(fake, "/tree/a", 10)
+    b = add_folder(fake, "/tree/b", 10)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    fake.reset_stats()
+    names_a, names_b = sorted(a), sorted(b)
+    assert run("cat", *[m.path + n for n in names_a[:2]]).returncode == 0
+    assert queued(m.path) == 8 + 10
+    wait_until(lambda: fetched(m.path) == 18, timeout=30, message="the read-ahead to finish")
+    wait_until(lambda: downloads(fake) >= 20, timeout=30, message="the fake to count the downloads")
+    r = run("cat", *[m.path + n for n in names_a[2:] + names_b])
+    assert r.returncode == 0 and r.stdout == b"".join([a[n] for n in names_a[2:]] + [b[n] for n in names_b])
+    assert downloads(fake) == 20
+
+
 def test_the_read_ahead_stops_when_the_pattern_stops(fake_factory, mount_factory):
     fake = fake_factory()
     folders = [f"/d{i}" for i in range(6)]
@@ -77,16 +97,18 @@ def test_the_read_ahead_stops_when_the_pattern_stops(fake_factory, mount_factory
     assert r.stdout == b"".join(data[p] for p in picks)
     assert queued(m.path) == 0 and downloads(fake) == 1 + len(picks)
 
-    # A walk of two files in /d0 starts the read-ahead of /d0's next files (at most its window);
-    # the same process then reading single files in other folders queues at most one more window
-    # (it looked like a walk going on to the next folder), then nothing more.
+    # A walk of two files in /d0 starts the read-ahead of /d0's next files and, its window reaching
+    # the end of /d0, of the next folder's first ones; the same process then reading single files
+    # in other folders queues at most one more window (it looked like a walk going on to the next
+    # folder), then nothing more.
     walk_then_random = ["/d0/f010.txt", "/d0/f011.txt", "/d1/f015.txt", "/d2/f002.txt", "/d3/f013.txt",
                         "/d4/f001.txt"]
     r = run("cat", *[m.path + p for p in walk_then_random])
     assert r.stdout == b"".join(data[p] for p in walk_then_random)
     after_walk = queued(m.path)
-    # /d0 after f011: 8 files; /d1 after f015: 4 files. Never the other folders' files.
-    assert 0 < after_walk <= 8 + 4, after_walk
+    # /d0 after f011: 8 files, and /d1's 20 (its window reached /d0's end); at /d1/f015 the
+    # window reaches /d1's end: /d2's 20. Never more.
+    assert 0 < after_walk <= 8 + 20 + 20, after_walk
     more = ["/d5/f010.txt", "/d1/f001.txt", "/d3/f004.txt"]
     r = run("cat", *[m.path + p for p in more])
     assert r.stdout == b"".join(data[p] for p in more)

@@ -4,8 +4,11 @@
 // it (fuse_req_ctx). When the policy reads ahead, the tree names the next files of the folder
 // (Tree/LiveTree+ReadAhead.swift) and they are queued; at most `parallel` run at once
 // (FileReader.readAhead: fetched whole and checked, like any small file's first read). When the
-// policy stops a folder, that thread's queued files of it are dropped and its downloads in flight
-// cancelled. Queued files beyond `queueLimit` are not queued.
+// window reaches the end of a folder without subfolders, the first files of the next folder in
+// its parent's listing are read ahead too (once per folder visit): a walk enters it next, and its
+// first open there would otherwise wait a round trip. When the policy stops a folder, that
+// thread's queued files of other folders than the one it opened in are dropped and its downloads
+// in flight there cancelled. Queued files beyond `queueLimit` are not queued.
 //
 // Locking: `state` (a Mutex) guards the threads' records, the queue, the running downloads and the
 // counts; it is never held while the tree's or the reader's lock is taken, nor while a task is
@@ -34,6 +37,9 @@ final class FolderReadAhead: Sendable {
 
     private struct State {
         var records: [Int32: FolderReadAheadPolicy.Record] = [:]
+        /// Per thread, the next folder whose first files were read ahead, and the positions of
+        /// it that covered.
+        var nextFolders: [Int32: (folder: UInt32, requestedUpTo: Int)] = [:]
         var queue: [Job] = []
         var running: [UInt64: Running] = [:]
         var nextId: UInt64 = 0
@@ -64,27 +70,44 @@ final class FolderReadAhead: Sendable {
     func opened(file: UInt32, in folder: UInt32, by thread: Int32) {
         let at = now()
         let step = state.withLock { s -> FolderReadAheadPolicy.Step in
-            let step = FolderReadAheadPolicy.opened(s.records[thread], file: file, folder: folder, now: at, options: options)
+            var step = FolderReadAheadPolicy.opened(s.records[thread], file: file, folder: folder, now: at, options: options)
+            // A walk entering the folder whose first files were read ahead from the last one.
+            if let ahead = s.nextFolders[thread], step.record.opens == 1 {
+                if ahead.folder == folder {
+                    step.record.requestedUpTo = max(step.record.requestedUpTo, ahead.requestedUpTo)
+                }
+                s.nextFolders[thread] = nil
+            }
             s.records[thread] = step.record
             if s.records.count > Self.pruneAbove {
                 s.records = s.records.filter { at - $0.value.at <= options.memory }
+                s.nextFolders = s.nextFolders.filter { s.records[$0.key] != nil }
             }
             return step
         }
-        if let stopped = step.stop { stop(thread: thread, folder: stopped) }
+        // The pattern moved on (keep what was read ahead where it goes), or ended (keep nothing).
+        if step.stop != nil { stop(thread: thread, keeping: step.readAhead ? folder : nil) }
         guard step.readAhead,
             let window = tree.readAheadFiles(
-                in: folder, after: file, requestedUpTo: step.record.requestedUpTo, options: options)
+                in: folder, after: file, requestedUpTo: step.record.requestedUpTo,
+                alsoNextFolder: !step.record.nextFolderRequested, options: options)
         else { return }
         let files = window.files.filter { !reader.holds($0) }
+        let next = window.next.map { ($0.folder, $0.files.filter { !reader.holds($0) }, $0.requestedUpTo) }
         let starting = state.withLock { s -> [(id: UInt64, file: PinnedFile)] in
             // Another open of this thread may have moved on meanwhile: then this window is old.
             guard var record = s.records[thread], record.folder == folder, record.file == file else { return [] }
             record.requestedUpTo = max(record.requestedUpTo, window.requestedUpTo)
+            var jobs = files.map { (folder, $0) }
+            if let (nextFolder, nextFiles, upTo) = next {
+                record.nextFolderRequested = true
+                s.nextFolders[thread] = (nextFolder, upTo)
+                jobs += nextFiles.map { (nextFolder, $0) }
+            }
             s.records[thread] = record
-            for pinned in files where s.queue.count < options.queueLimit {
+            for (jobFolder, pinned) in jobs where s.queue.count < options.queueLimit {
                 s.nextId += 1
-                s.queue.append(Job(id: s.nextId, thread: thread, folder: folder, file: pinned))
+                s.queue.append(Job(id: s.nextId, thread: thread, folder: jobFolder, file: pinned))
                 s.queuedTotal += 1
             }
             return Self.takeStartable(&s, parallel: options.parallel)
@@ -92,12 +115,13 @@ final class FolderReadAhead: Sendable {
         start(starting)
     }
 
-    /// Drops the queued files of `thread` in `folder` and cancels its downloads in flight there.
-    private func stop(thread: Int32, folder: UInt32) {
+    /// The thread's pattern moved to `folder`, or ended (nil): drops its queued files of other
+    /// folders and cancels its downloads in flight there.
+    private func stop(thread: Int32, keeping folder: UInt32?) {
         let cancelled = state.withLock { s -> [Task<Void, Never>] in
-            s.queue.removeAll { $0.thread == thread && $0.folder == folder }
+            s.queue.removeAll { $0.thread == thread && $0.folder != folder }
             var tasks: [Task<Void, Never>] = []
-            for (id, running) in s.running where running.thread == thread && running.folder == folder {
+            for (id, running) in s.running where running.thread == thread && running.folder != folder {
                 s.running[id]?.cancelled = true
                 if let task = running.task { tasks.append(task) }
             }

@@ -64,6 +64,8 @@ enum FolderReadAheadPolicy {
         var requestedUpTo: Int
         /// When it last opened a file.
         var at: Double
+        /// The next folder's first files were read ahead from this folder (once per visit).
+        var nextFolderRequested = false
     }
 
     /// The outcome of an open.

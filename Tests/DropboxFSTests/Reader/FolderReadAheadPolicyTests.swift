@@ -83,8 +83,11 @@ private let options = FolderReadAheadOptions(smallFileLimit: 16 * K, filesAhead:
     @Test func aNewFolderStartsItsWindowAtItsBeginning() {
         var record = FolderReadAheadPolicy.opened(nil, file: 10, folder: 1, now: 0, options: options).record
         record.requestedUpTo = 7
-        #expect(FolderReadAheadPolicy.opened(record, file: 11, folder: 1, now: 0, options: options).record.requestedUpTo == 7)
-        #expect(FolderReadAheadPolicy.opened(record, file: 20, folder: 2, now: 0, options: options).record.requestedUpTo == 0)
+        record.nextFolderRequested = true
+        let same = FolderReadAheadPolicy.opened(record, file: 11, folder: 1, now: 0, options: options).record
+        #expect(same.requestedUpTo == 7 && same.nextFolderRequested)
+        let other = FolderReadAheadPolicy.opened(record, file: 20, folder: 2, now: 0, options: options).record
+        #expect(other.requestedUpTo == 0 && !other.nextFolderRequested)
     }
 
     struct Window: CustomTestStringConvertible {
