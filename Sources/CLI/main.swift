@@ -47,6 +47,8 @@ func run(_ arguments: [String]) -> ExitCode {
             return try AuthCommand.run(Array(arguments.dropFirst()))
         case "status":
             return try StatusCommand.run(Array(arguments.dropFirst()))
+        case "pin", "unpin", "pinned":
+            return try PinCommand.run(command, Array(arguments.dropFirst()))
         case MountGuard.command:
             return MountGuard.watch(Array(arguments.dropFirst()))
         case Generators.command:

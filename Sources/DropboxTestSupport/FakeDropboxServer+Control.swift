@@ -99,6 +99,20 @@ extension FakeDropboxServer {
         try await control(.post, "folders", json: ["path": path])
     }
 
+    /// Adds a folder with an access level, "traverse_only" or "no_access" (a no_access folder
+    /// holds nothing).
+    @discardableResult
+    public func addFolder(_ path: String, access: String) async throws -> Metadata {
+        try await control(.post, "folders", json: ["path": path, "access": access])
+    }
+
+    /// Adds a file whose content Dropbox blocks: listed, but downloads answer restricted_content.
+    @discardableResult
+    public func addRestrictedFile(_ path: String, content: [UInt8]) async throws -> Metadata {
+        try await control(
+            .post, "files", json: ["path": path, "content_b64": Data(content).base64EncodedString(), "restricted": true])
+    }
+
     public func delete(_ path: String) async throws {
         _ = try await controlRaw(.post, "delete", json: ["path": path])
     }

@@ -103,6 +103,16 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
         store.withLock { $0.addFolder(path) }
     }
 
+    /// Gives the existing folder at `path` an access level; journaled like any change.
+    public func setFolderAccess(_ path: String, traverseOnly: Bool = false, noAccess: Bool = false) {
+        store.withLock { $0.setFolderAccess(path, traverseOnly: traverseOnly, noAccess: noAccess) }
+    }
+
+    /// Blocks the current revision of the file at `path`: its downloads answer restricted_content.
+    public func restrictContent(_ path: String) {
+        store.withLock { $0.restrictContent(path) }
+    }
+
     /// Gives an existing file new contents: same id, new rev, new content_hash.
     @discardableResult
     public func modifyFile(_ path: String, contents: [UInt8], clientModified: DropboxTimestamp? = nil) -> FileMetadata {

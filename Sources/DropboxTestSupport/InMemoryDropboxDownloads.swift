@@ -30,6 +30,7 @@ extension InMemoryDropboxStore {
         case .failure(let error): return .failure(error)
         }
         guard file.isDownloadable else { return .failure(.unsupportedFile) }
+        if let blocked = accessFailure(download: file) { return .failure(blocked) }
         guard let range else { return .success(DownloadResult(metadata: file, data: content.allBytes)) }
         guard range.offset < content.size else { return .failure(.rangeNotSatisfiable) }
         return .success(DownloadResult(metadata: file, data: content.slice(offset: range.offset, length: range.length)))

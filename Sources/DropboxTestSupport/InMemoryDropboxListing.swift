@@ -21,6 +21,7 @@ extension InMemoryDropboxStore {
         case .success(let cursor): start = cursor
         case .failure(let error): return .failure(error)
         }
+        if let denied = accessFailure(listing: start.scope) { return .failure(denied) }
         let deleted = arg.includeDeleted ? tombstones(in: start) : []
         if !adversarial.isDisjoint(with: Self.listingModes) {
             return .success(adversarialListing(start, deleted: deleted))

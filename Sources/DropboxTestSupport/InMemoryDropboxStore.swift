@@ -53,6 +53,8 @@ struct InMemoryDropboxStore: Sendable {
     /// path_lower by id.
     var idIndex: [String: String] = [:]
     var revisions: [String: StoredRevision] = [:]
+    /// Revisions whose downloads answer restricted_content (InMemoryDropboxAccess.swift).
+    var restrictedRevisions: Set<String> = []
     /// Sum of the sizes of live files (users/get_space_usage).
     var usedBytes: UInt64 = 0
     /// What list_folder with include_deleted reports: a `deleted` entry for every path that held an

@@ -56,7 +56,7 @@ final class OperationFailures: Sendable {
     static func level(of error: FilesystemError) -> LogLevel {
         switch error {
         case .notFound, .nameTooLong, .notADirectory, .isADirectory, .readOnly, .stale, .notSupported, .noAttribute, .bufferTooSmall,
-            .notDownloadable, .interrupted, .offline, .unmounting:
+            .notDownloadable, .restricted, .interrupted, .offline, .unmounting:
             return .debug
         case .badHandle, .accessDenied, .remote, .integrity, .local:
             return .warning

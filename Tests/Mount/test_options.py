@@ -147,6 +147,10 @@ def test_bash_completion_offers_exactly_the_declared_options(declarations, insta
         assert bash_complete(installed, "dropboxfs", command, "-") == visible_forms(options), command
     assert bash_complete(installed, "dropboxfs", "mount", "--log-level", "") == {"debug", "info", "warning", "error"}
     assert bash_complete(installed, "dropboxfs", "mount", "--cache-s") == {"--cache-size"}
+    # pin and unpin take paths on a mount (files or folders), pinned mount points (folders).
+    assert bash_complete(installed, "dropboxfs", "pin", f"{installed}/sh") == {f"{installed}/share"}
+    assert bash_complete(installed, "dropboxfs", "unpin", f"{installed}/sh") == {f"{installed}/share"}
+    assert bash_complete(installed, "dropboxfs", "pinned", f"{installed}/sh") == {f"{installed}/share"}
 
 
 def test_zsh_and_fish_completions_name_exactly_the_declared_options(declarations, installed):
@@ -178,6 +182,8 @@ def test_zsh_and_fish_completions_name_exactly_the_declared_options(declarations
     assert fish_complete("dropboxfs mount --cache-") == {"--cache-dir", "--cache-size"}
     assert fish_complete("dropboxfs mount --log-level ") == {"debug", "info", "warning", "error"}
     assert fish_complete("dropboxfs mount --cache-dir sh") == {"share/"}
+    assert fish_complete("dropboxfs pin sh") == {"share/"}
+    assert fish_complete("dropboxfs pinned sh") == {"share/"}
     assert fish_complete("dropboxfs status --threads") == set(), "an option of mount offered for status"
 
     # zsh, for real: an interactive zsh in a pty (zpty) with compinit and the generated function,

@@ -164,7 +164,12 @@ enum Generators {
             }
             s += "            esac\n"
             let words = visible(spec).flatMap(forms).joined(separator: " ")
-            let positional = spec.name == "mount" ? "COMPREPLY=($(compgen -d -- \"$cur\"))" : "COMPREPLY=()"
+            let positional: String
+            switch spec.name {
+            case "mount", "pinned": positional = "COMPREPLY=($(compgen -d -- \"$cur\"))"
+            case "pin", "unpin": positional = "COMPREPLY=($(compgen -f -- \"$cur\"))"
+            default: positional = "COMPREPLY=()"
+            }
             s += "            if [[ \"$cur\" == -* ]]; then COMPREPLY=($(compgen -W \"\(words)\" -- \"$cur\")); else \(positional); fi\n"
             s += "            ;;\n"
         }
@@ -243,6 +248,8 @@ enum Generators {
                 }
             }
             if spec.name == "mount" { s += "                '1:mount point:_files -/' \\\n" }
+            if spec.name == "pinned" { s += "                '*:mount point:_files -/' \\\n" }
+            if spec.name == "pin" || spec.name == "unpin" { s += "                '*:path:_files' \\\n" }
             s += "                && return\n            ;;\n"
         }
         s += "    esac\n}\n\n_dropboxfs \"$@\"\n"
@@ -286,8 +293,11 @@ enum Generators {
                 }
                 s += line + " -d '\(fishText(option.help))'\n"
             }
-            if spec.name == "mount" {
-                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from mount' -a '(__fish_complete_directories (commandline -ct))'\n"
+            if spec.name == "mount" || spec.name == "pinned" {
+                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from \(spec.name)' -a '(__fish_complete_directories (commandline -ct))'\n"
+            }
+            if spec.name == "pin" || spec.name == "unpin" {
+                s += "complete -c dropboxfs -n '__fish_seen_subcommand_from \(spec.name)' -F\n"
             }
         }
         return s

@@ -152,6 +152,11 @@ enum Options {
                     + "such a file gives it full listings again (default 32; 0: always full listings)",
                 mountOption: true),
             OptionSpec(
+                name: "hide-no-access",
+                help: "leave out team folders this account may not open (no_access) instead of showing them with "
+                    + "mode 000",
+                mountOption: true),
+            OptionSpec(
                 name: "threads", value: "N",
                 help: "threads of libfuse's multi-threaded loop, which this option selects unless --spin-us is given "
                     + "(default 16)",
@@ -249,7 +254,44 @@ enum Options {
         description: "Prints the completion script of a shell, for shells where the installed one is not loaded.",
         options: [help])
 
-    static let commands = [auth, mount, status, version, completion]
+    static let pin = CommandSpec(
+        name: "pin",
+        summaries: [("pin PATH...", "keep folders or files of a mount available offline")],
+        usage: ["dropboxfs pin PATH..."],
+        description: """
+            Keeps each PATH (a folder or a file on a mounted dropboxfs) available offline: its files are \
+            downloaded into the disk cache in the background, checked against their content_hash, never \
+            evicted, and downloaded again when they change on Dropbox, so they read while Dropbox cannot be \
+            reached. Pins are stored with the mount's tree and survive remounts. Refused, with the numbers, \
+            when the pinned files would not fit in the disk cache (--cache-size) or on its disk, and on a \
+            mount without a disk cache. `dropboxfs pinned` shows the progress.
+            """,
+        options: [verbose, quiet, help])
+
+    static let unpin = CommandSpec(
+        name: "unpin",
+        summaries: [("unpin PATH...", "stop keeping PATHs available offline")],
+        usage: ["dropboxfs unpin PATH..."],
+        description: """
+            Removes the pin of each PATH: its files stay in the disk cache as any other cached file, and \
+            are evicted first when room is needed (least recently used).
+            """,
+        options: [verbose, quiet, help])
+
+    static let pinned = CommandSpec(
+        name: "pinned",
+        summaries: [("pinned [MOUNTPOINT...]", "the pins of each mount, their sizes and download progress")],
+        usage: ["dropboxfs pinned [--json] [MOUNTPOINT...]"],
+        description: """
+            Lists the pinned paths of every dropboxfs mount of yours (or of the MOUNTPOINTs given): for each \
+            its state (present, downloading, listing, failing, offline, missing), its files on disk of all its \
+            files, and its bytes on disk of all its bytes.
+            """,
+        options: [
+            OptionSpec(name: "json", help: "print one JSON object for scripts"), verbose, quiet, help,
+        ])
+
+    static let commands = [auth, mount, status, pin, unpin, pinned, version, completion]
 
     /// The options of `dropboxfs` itself (before any command).
     static let global: [OptionSpec] = [

@@ -26,6 +26,7 @@ extension FilesystemError {
         case .bufferTooSmall: return ERANGE
         case .notDownloadable: return EACCES
         case .accessDenied: return EACCES
+        case .restricted: return EACCES
         case .remote: return EIO
         case .integrity: return EIO
         case .local: return EIO
@@ -42,6 +43,7 @@ extension FilesystemError {
         case .lookup(.notFolder): self = .notADirectory
         case .lookup(.notFile): self = .isADirectory
         case .unsupportedFile: self = .notDownloadable
+        case .lookup(.restrictedContent): self = .restricted(.restrictedContent)
         // files/export of something Dropbox cannot convert.
         case .routeError(let summary) where summary.hasPrefix("non_exportable") || summary.hasPrefix("invalid_export_format"):
             self = .notDownloadable

@@ -34,6 +34,9 @@ public enum FilesystemError: Error, Sendable, Equatable {
     case notDownloadable
     /// Dropbox refused our credentials or the access (EACCES); the daemon also logs how to fix it.
     case accessDenied(DropboxError)
+    /// The account may not read this entry, by its access level (EACCES): an answer, not a
+    /// failure, never retried.
+    case restricted(Restriction)
     /// Dropbox or the network failed (EIO).
     case remote(DropboxError)
     /// Bytes Dropbox sent could not be trusted or were incomplete (EIO).
@@ -49,6 +52,21 @@ public enum FilesystemError: Error, Sendable, Equatable {
     /// The mount is going away (unmounted, or the daemon was told to stop) while the request was
     /// in flight (ENOTCONN, what every later call on the mount gets from the kernel).
     case unmounting
+}
+
+/// What the account may not read (docs/SEMANTICS.md, "Access levels").
+public enum Restriction: Sendable, Equatable, CustomStringConvertible {
+    /// A folder whose `sharing_info` says `no_access`.
+    case noAccessFolder(String)
+    /// A file Dropbox blocks (`restricted_content`: a copyright or legal hold).
+    case restrictedContent
+
+    public var description: String {
+        switch self {
+        case .noAccessFolder(let path): return "\(path) is a folder this account may not open (no_access)"
+        case .restrictedContent: return "Dropbox blocks this file's content (restricted_content)"
+        }
+    }
 }
 
 /// Why bytes from Dropbox were refused. `file` names the file for the log (its path and revision).
@@ -106,6 +124,7 @@ extension FilesystemError: CustomStringConvertible {
         case .bufferTooSmall: return "buffer too small"
         case .notDownloadable: return "cannot be downloaded"
         case .accessDenied(let cause): return "access denied: \(cause)"
+        case .restricted(let why): return "not allowed: \(why)"
         case .remote(let cause): return "Dropbox or the network failed: \(cause)"
         case .integrity(let failure): return "content check failed: \(failure)"
         case .local(let failure): return "local storage failed: \(failure)"

@@ -17,14 +17,18 @@ extension Filesystem {
         noteOpenForReadAhead(inode, caller: caller)
         let later = Answer<OpenedFile>.later { [self] () async throws(FilesystemError) -> OpenedFile in
             do throws(FilesystemError) {
-                return try await reader.open(try pinnedFile(inode))
+                let file = try pinnedFile(inode)
+                try reader.refuseRestricted(file)
+                return try await reader.open(file)
             } catch .notDownloadable {
                 return try await openExport(inode)
             }
         }
         return .deciding { () throws(FilesystemError) -> Answer<OpenedFile> in
             do throws(FilesystemError) {
-                guard let opened = reader.openNow(try pinnedFile(inode)) else { return later }
+                let file = try pinnedFile(inode)
+                try reader.refuseRestricted(file)
+                guard let opened = reader.openNow(file) else { return later }
                 return .now(.success(opened))
             } catch .notDownloadable {
                 return later

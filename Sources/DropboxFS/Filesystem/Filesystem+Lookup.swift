@@ -97,7 +97,9 @@ extension Filesystem {
 // MARK: -
 // Extended attributes that expose Dropbox facts about an entry: user.dropbox.id, .rev and
 // .content_hash (files only for the last two). The root also carries user.dropboxfs.status, the
-// sync engine's progress, which `dropboxfs status` reads. Read-only; setting one answers EROFS.
+// sync engine's progress, which `dropboxfs status` reads. An entry under a pin carries
+// user.dropboxfs.offline, and reads of the unlisted pin request names are answered by
+// Filesystem+Pins.swift. Read-only; setting one answers EROFS.
 
 extension Filesystem {
     /// The root's attribute that `dropboxfs status` reads.
@@ -107,7 +109,7 @@ extension Filesystem {
     public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
         let index = try Self.index(inode)
         if index == MetadataTree.rootIndex { return [(Self.statusAttribute, syncStatus())] }
-        return try tree.dropboxAttributes(of: index)
+        return try tree.dropboxAttributes(of: index) + offlineAttributes(of: index)
     }
 }
 
@@ -120,6 +122,7 @@ extension Filesystem {
             _ = try Self.index(inode)
             throw .notSupported
         }
+        if let answer = try pinRequest(name, of: Self.index(inode)) { return answer }
         guard let value = try extendedAttributes(of: inode).first(where: { $0.name == name })?.value else { throw .noAttribute }
         return value
     }

@@ -44,6 +44,8 @@ public final class Filesystem: Sendable {
     let exports: ExportedDocuments
     /// Thumbnails for file managers (Thumbnails/); nil when off.
     let thumbnails: ThumbnailWriter?
+    /// Pinned folders kept available offline (Offline/OfflineKeeper.swift).
+    let offline: OfflineKeeper
     /// Which callers are file managers (Filesystem+Callers.swift).
     let fileManagers: FileManagers
     /// Which callers' listings carry files lean (Filesystem+Callers.swift).
@@ -68,15 +70,23 @@ public final class Filesystem: Sendable {
         let tree = LiveTree(
             stored?.tree ?? MetadataTree(folderTime: options.folderTime), store: options.store, cursor: stored?.cursor,
             listingTTL: options.folderListingTTL, monotonicNow: options.monotonicNow,
-            invalidationRepeat: options.invalidationRepeat)
+            invalidationRepeat: options.invalidationRepeat, hideNoAccess: options.hideNoAccess)
         self.tree = tree
         self.invalidations = tree.invalidations
         self.sync = SyncEngine(
             tree: tree, client: gate,
             syncClient: ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false),
             connectivity: connectivity, options: options, restoring: stored)
-        let reader = FileReader(client: gate, options: options.reader, invalidations: tree.invalidations)
+        let pins = options.store?.pins() ?? []
+        let reader = FileReader(
+            client: gate, options: options.reader, invalidations: tree.invalidations,
+            pinnedKeys: stored.map { OfflineKeeper.pinnedKeys(pins, in: $0.tree) } ?? [])
         self.reader = reader
+        let sync = self.sync
+        self.offline = OfflineKeeper(
+            pins: pins, tree: tree, diskCache: reader.diskCache, client: gate, connectivity: connectivity,
+            store: options.store, diskQueue: reader.diskQueue, monotonicNow: options.monotonicNow,
+            listFolder: { folder in try? await sync.ensureListed(folder) })
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
         self.fileManagers = FileManagers(processName: options.processName)
@@ -102,13 +112,17 @@ public final class Filesystem: Sendable {
 
     /// Starts the background work the options ask for (the fill, the change watcher). Call once,
     /// after mounting.
-    public func startSync() { sync.start() }
+    public func startSync() {
+        sync.start()
+        offline.start()
+    }
 
     /// Stops the background work (at unmount), thumbnails included, and lets go of the
     /// invalidation handler: it holds the FUSE session, which holds this filesystem, and that
     /// cycle would otherwise outlive the mount (LeakSanitizer found the whole tree at exit).
     public func stop() {
         sync.stop()
+        offline.stop()
         thumbnails?.stop()
         invalidations.setSink(nil)
     }
@@ -130,7 +144,7 @@ public final class Filesystem: Sendable {
         if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes)" }
         if let thumbnails { disk += " thumbnail_bytes=\(thumbnails.bytesKept)" }
         if let readAhead { disk += " " + readAhead.statusFields }
-        let more = options.statusFields().map { " " + $0 }.joined()
+        let more = (offline.statusFields() + options.statusFields()).map { " " + $0 }.joined()
         return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
             + disk + more
     }

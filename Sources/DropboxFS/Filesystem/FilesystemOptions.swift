@@ -63,6 +63,9 @@ public struct FilesystemOptions: Sendable {
     public var leanWalkAfter: Int = 0
     /// Read-ahead across files (Reader/FolderReadAheadPolicy.swift); nil: off.
     public var readAhead: FolderReadAheadOptions? = nil
+    /// Leave folders the user may not enter (`no_access`) out of listings instead of showing them
+    /// with mode 000 (docs/SEMANTICS.md, "Access levels").
+    public var hideNoAccess = false
     /// The name of the process a thread belongs to, nil when it is gone (FileManagers.swift);
     /// injectable for tests.
     public var processName: @Sendable (Int32) -> String? = FileManagers.processName(of:)

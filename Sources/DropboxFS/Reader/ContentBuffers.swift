@@ -275,6 +275,7 @@ extension FileReader {
         let failure = FilesystemError.download(error)
         switch failure {
         case .interrupted: break  // cancelled: no read waits for it any more
+        case .restricted: break  // FileReader.noteRestricted says it, once per revision
         case .stale: Log.warning("\(file.label): this revision is no longer on Dropbox (\(error)); the open file is stale")
         default: Log.warning("\(file.label): download failed: \(error)")
         }

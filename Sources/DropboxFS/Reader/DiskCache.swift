@@ -20,8 +20,11 @@
 // once. The queue is serial, so an entry's deletion and a later commit under the same name keep
 // their order.
 //
-// Locking: `state` guards the index of entries, the bytes reserved by downloads in progress and the
-// set of checked keys. No file I/O happens while it is held. `openEntry` has its own lock, held
+// Entries of pinned files ("available offline", Offline/OfflineKeeper.swift) are never evicted:
+// their bytes count against the cap like downloads in progress, and only other entries make room.
+//
+// Locking: `state` guards the index of entries, the bytes reserved by downloads in progress, the
+// set of checked keys and the set of pinned keys. No file I/O happens while it is held. `openEntry` has its own lock, held
 // only to read or replace the function.
 
 import Dispatch
@@ -56,6 +59,23 @@ final class DiskCache: Sendable {
         var checked: Set<String> = []
         /// The folder's disk refused a write (read-only, full, over quota): no new entry is started.
         var writesOff = false
+        /// Keys of pinned contents: never evicted.
+        var pinned: Set<String> = []
+
+        /// The entries eviction may choose from, and the bytes of pinned entries, which count
+        /// like reservations.
+        func evictable() -> (entries: [EvictionOrder.CacheEntry], pinnedBytes: UInt64) {
+            var pinnedBytes: UInt64 = 0
+            var entries: [EvictionOrder.CacheEntry] = []
+            for (key, entry) in self.entries {
+                if pinned.contains(key) {
+                    pinnedBytes += entry.size
+                } else {
+                    entries.append(EvictionOrder.CacheEntry(key: key, size: entry.size, lastUsed: entry.lastUsed))
+                }
+            }
+            return (entries, pinnedBytes)
+        }
     }
 
     static let temporaryPrefix = ".partial-"
@@ -70,16 +90,17 @@ final class DiskCache: Sendable {
     /// in a Mutex grows a thunk at every read (StoredClosure.swift).
     let openEntry = Mutex(StoredClosure<@Sendable (String) -> Result<CacheFile, CacheIOError>>(CacheFolder.openForReading))
 
-    private init(directory: String, capacity: UInt64, entries: [String: Entry], queue: DispatchQueue) {
+    private init(directory: String, capacity: UInt64, entries: [String: Entry], pinned: Set<String>, queue: DispatchQueue) {
         self.directory = directory
         self.capacity = capacity
         self.queue = queue
-        self.state = Mutex(State(entries: entries))
+        self.state = Mutex(State(entries: entries, pinned: pinned))
     }
 
     /// Opens the cache folder (creating it), forgets temporary files of dead processes and trims
-    /// the entries to the capacity. Nil, with a warning, when the folder cannot be used.
-    static func open(_ options: DiskCacheOptions, queue: DispatchQueue) -> DiskCache? {
+    /// the entries to the capacity, keeping the `pinned` keys. Nil, with a warning, when the folder
+    /// cannot be used.
+    static func open(_ options: DiskCacheOptions, pinned: Set<String> = [], queue: DispatchQueue) -> DiskCache? {
         if let error = CacheFolder.makeDirectories(options.directory) {
             Log.warning("disk cache disabled: \(error)")
             return nil
@@ -99,7 +120,8 @@ final class DiskCache: Sendable {
                 entries[item.name] = Entry(size: item.size, lastUsed: item.modified)
             }
         }
-        let cache = DiskCache(directory: options.directory, capacity: options.capacity, entries: entries, queue: queue)
+        let cache = DiskCache(
+            directory: options.directory, capacity: options.capacity, entries: entries, pinned: pinned, queue: queue)
         cache.trim()
         return cache
     }
@@ -187,10 +209,10 @@ final class DiskCache: Sendable {
     func begin(key: String, size: UInt64) -> Partial? {
         guard !state.withLock({ $0.writesOff }) else { return nil }
         let plan = state.withLock { s -> (victims: [String], number: UInt64)? in
-            let entries = s.entries.map { EvictionOrder.CacheEntry(key: $0.key, size: $0.value.size, lastUsed: $0.value.lastUsed) }
+            let (entries, pinnedBytes) = s.evictable()
             guard
                 let victims = EvictionOrder.cacheEntriesToEvict(
-                    entries, reserved: s.reserved, incoming: size, capacity: capacity)
+                    entries, reserved: s.reserved + pinnedBytes, incoming: size, capacity: capacity)
             else { return nil }
             for victim in victims {
                 s.entries[victim] = nil
@@ -265,9 +287,9 @@ final class DiskCache: Sendable {
 
     private func trim() {
         let victims = state.withLock { s -> [String] in
-            let entries = s.entries.map { EvictionOrder.CacheEntry(key: $0.key, size: $0.value.size, lastUsed: $0.value.lastUsed) }
+            let (entries, pinnedBytes) = s.evictable()
             let victims =
-                EvictionOrder.cacheEntriesToEvict(entries, reserved: 0, incoming: 0, capacity: capacity) ?? []
+                EvictionOrder.cacheEntriesToEvict(entries, reserved: pinnedBytes, incoming: 0, capacity: capacity) ?? []
             for victim in victims { s.entries[victim] = nil }
             return victims
         }
@@ -275,6 +297,25 @@ final class DiskCache: Sendable {
     }
 
     private func path(of key: String) -> String { directory + "/" + key }
+
+    // MARK: pinned entries
+
+    /// Sets the keys that are never evicted (the contents of pinned files).
+    func setPinned(_ keys: Set<String>) {
+        state.withLock { $0.pinned = keys }
+    }
+
+    /// Of `keys`, those with a complete entry.
+    func present(_ keys: Set<String>) -> Set<String> {
+        state.withLock { s in keys.filter { s.entries[$0] != nil } }
+    }
+
+    /// Bytes free for this user on the disk of the cache folder; nil when it cannot be asked.
+    func freeBytes() -> UInt64? {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
 
     /// The process id in a temporary file's name, or nil for any other name.
     private static func temporaryOwner(_ name: String) -> Int32? {

@@ -45,13 +45,17 @@ final class FileReader: Sendable {
     /// check in progress (wrapped: StoredClosure.swift).
     let diskCheckPause = Mutex(StoredClosure<@Sendable () async -> Void>({ await Task.yield() }))
 
-    init(client: any DropboxClient, options: ReaderOptions, invalidations: InvalidationPublisher? = nil) {
+    /// `pinnedKeys`: disk cache entries of pinned files, kept by the trim at open.
+    init(
+        client: any DropboxClient, options: ReaderOptions, invalidations: InvalidationPublisher? = nil,
+        pinnedKeys: Set<String> = []
+    ) {
         self.client = client
         self.options = options
         self.invalidations = invalidations
         let queue = DispatchQueue(label: "dropboxfs.disk-cache")
         diskQueue = queue
-        diskCache = options.diskCache.flatMap { DiskCache.open($0, queue: queue) }
+        diskCache = options.diskCache.flatMap { DiskCache.open($0, pinned: pinnedKeys, queue: queue) }
     }
 
     /// Runs `body` under the lock, then deletes the disk downloads it gave up and commits the disk
@@ -174,11 +178,34 @@ final class FileReader: Sendable {
     /// `ranged`: the reader is a thumbnailer or content sniffer (ReadPolicy.swift).
     func read(_ handle: UInt64, offset: UInt64, size: Int, ranged: Bool = false) async throws(FilesystemError) -> [UInt8] {
         guard size > 0 else { return [] }
-        switch try await plan(handle, offset: offset, length: UInt64(size), ranged: ranged) {
-        case .empty: return []
-        case .fromDisk(let file, let range): return try Self.bytes(of: [.disk(file, range)])
-        case .checkDisk: throw .local(.diskCacheUnchecked)
-        case .fetch(let plan): return try await gather(plan)
+        if let file = withState({ $0.handles[handle]?.file }) { try refuseRestricted(file) }
+        do throws(FilesystemError) {
+            switch try await plan(handle, offset: offset, length: UInt64(size), ranged: ranged) {
+            case .empty: return []
+            case .fromDisk(let file, let range): return try Self.bytes(of: [.disk(file, range)])
+            case .checkDisk: throw .local(.diskCacheUnchecked)
+            case .fetch(let plan): return try await gather(plan)
+            }
+        } catch .restricted(let why) {
+            noteRestricted(handle)
+            throw .restricted(why)
+        }
+    }
+
+    /// EACCES at once for a revision Dropbox refused to send (`restricted_content`): it is never
+    /// asked for again during this mount (docs/SEMANTICS.md, "Access levels").
+    func refuseRestricted(_ file: PinnedFile) throws(FilesystemError) {
+        if state.withLock({ $0.restricted.contains(file.key) }) { throw .restricted(.restrictedContent) }
+    }
+
+    /// Remembers the revision of `handle` as restricted; the first time, one warning line.
+    private func noteRestricted(_ handle: UInt64) {
+        let first = state.withLock { s -> PinnedFile? in
+            guard let file = s.handles[handle]?.file, s.restricted.insert(file.key).inserted else { return nil }
+            return file
+        }
+        if let first {
+            Log.warning("\(first.label): Dropbox blocks this file's content (restricted_content); opening it answers EACCES")
         }
     }
 

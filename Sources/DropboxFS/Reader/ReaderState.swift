@@ -171,6 +171,9 @@ struct ReaderState {
     var pageCacheNotes: [UInt64: PageCacheNote] = [:]
     /// Inodes already reported as not downloadable.
     var warnedNotDownloadable: Set<UInt64> = []
+    /// Revisions Dropbox refused to send (`restricted_content`): opened and read no more, and
+    /// reported once (FileReader.refuseRestricted). A few entries at most; kept for the mount.
+    var restricted: Set<ContentKey> = []
     /// Disk downloads given up under the lock, deleted by FileReader once it is released.
     var abandoned: [DiskCache.Partial] = []
     /// Disk entries ready to be committed (commitIfReady), committed once the lock is released.

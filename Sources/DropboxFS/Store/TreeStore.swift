@@ -139,7 +139,11 @@ struct StoreBatch {
 }
 
 public final class TreeStore: Sendable {
-    static let schemaVersion: Int64 = 2
+    /// 3 added the `pins` table (TreeStore+Pins.swift); a store of version 2 is migrated in place.
+    static let schemaVersion: Int64 = 3
+    /// Versions still read as they are: a read-only open of a version 2 store serves its tree
+    /// (without pins).
+    static let readableVersions: Set<Int64> = [2, 3]
     /// PRAGMA application_id: marks the file as ours ("DBXF").
     static let applicationID: Int64 = 0x4442_5846
 
@@ -151,19 +155,19 @@ public final class TreeStore: Sendable {
     private let mountpoint: String
     /// A bare access token's keyed tag, written into the meta (again into a new file too).
     private let tokenTag: String?
-    private let queue = DispatchQueue(label: "dropboxfs.tree-store")
+    let queue = DispatchQueue(label: "dropboxfs.tree-store")
     private let lockDescriptor: Int32
-    private struct State {
+    struct State {
         var writing = true
         var closed = false
     }
-    private let state: Mutex<State>
+    let state: Mutex<State>
     /// Opened by `openReadOnly`: nothing is ever written, not even at close.
     public let readOnly: Bool
     /// The connection and statements; used on `queue` only (hence unchecked).
-    private let connection: Connection
+    let connection: Connection
 
-    private final class Connection: @unchecked Sendable {
+    final class Connection: @unchecked Sendable {
         var database: SQLiteDatabase
         var upsert: SQLiteStatement
         var delete: SQLiteStatement
@@ -245,7 +249,7 @@ public final class TreeStore: Sendable {
         do {
             let database = try SQLiteDatabase(path: path, immutable: true)
             guard try scalar(database, "PRAGMA application_id") == applicationID,
-                try scalar(database, "PRAGMA user_version") == schemaVersion
+                try readableVersions.contains(scalar(database, "PRAGMA user_version"))
             else { throw StoreMismatch(description: "not a dropboxfs tree store of this version") }
             let meta = try readMeta(database)
             guard meta["account_id"] == identity.accountID, meta["root"] == identity.rootText,
@@ -317,6 +321,7 @@ public final class TreeStore: Sendable {
                     idx INTEGER PRIMARY KEY, parent INTEGER NOT NULL, name TEXT NOT NULL, key TEXT,
                     kind INTEGER NOT NULL, flags INTEGER NOT NULL, size INTEGER NOT NULL,
                     mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, id TEXT, rev TEXT, hash BLOB, target TEXT);
+                \(pinsTable)
                 PRAGMA application_id = \(applicationID);
                 PRAGMA user_version = \(schemaVersion);
                 COMMIT;
@@ -329,13 +334,14 @@ public final class TreeStore: Sendable {
             return connection
         }
         guard application == applicationID else { throw StoreMismatch(description: "not a dropboxfs tree store") }
-        guard version == schemaVersion else {
+        guard version == 2 || version == schemaVersion else {
             throw StoreMismatch(description: "of schema version \(version) (this dropboxfs uses \(schemaVersion))")
         }
         let meta = try readMeta(database)
         guard meta["account_id"] == identity.accountID, meta["root"] == identity.rootText,
             meta["endpoint"] == identity.endpoint
         else { throw StoreMismatch(description: "of another account, root or server") }
+        if version == 2 { try migrateToPins(database) }
         return try Connection(database)
     }
 
@@ -494,6 +500,7 @@ public final class TreeStore: Sendable {
             let flags = rows.int64(5)
             node.isDownloadable = flags & 1 != 0
             node.provisional = flags & 4 != 0
+            node.access = flags & 64 != 0 ? .noAccess : flags & 32 != 0 ? .traverseOnly : .full
             node.size = UInt64(bitPattern: rows.int64(6))
             node.mtime = rows.int64(7)
             node.ctime = rows.int64(8)
@@ -532,7 +539,7 @@ public final class TreeStore: Sendable {
     private static func info(path: String, immutable: Bool) -> TreeStoreInfo? {
         guard let database = try? SQLiteDatabase(path: path, readOnly: true, create: false, immutable: immutable),
             (try? scalar(database, "PRAGMA application_id")) == applicationID,
-            (try? scalar(database, "PRAGMA user_version")) == schemaVersion,
+            (try? scalar(database, "PRAGMA user_version")).map(readableVersions.contains) == true,
             let meta = try? readMeta(database), let account = meta["account_id"],
             let root = meta["root"].flatMap(TreeStoreIdentity.pathRoot(fromText:)), let endpoint = meta["endpoint"]
         else { return nil }
@@ -619,7 +626,8 @@ public final class TreeStore: Sendable {
         s.bind(Int64(node.kind.rawValue), at: 5)
         s.bind(
             (node.isDownloadable ? 1 : 0) | (node.provisional ? 4 : 0) | (record.oddKey ? 8 : 0)
-                | (record.incomplete ? 16 : 0),
+                | (record.incomplete ? 16 : 0) | (node.access == .traverseOnly ? 32 : 0)
+                | (node.access == .noAccess ? 64 : 0),
             at: 6)
         s.bind(Int64(bitPattern: node.size), at: 7)
         s.bind(node.mtime, at: 8)

@@ -71,7 +71,8 @@ extension Node {
         let permissions: UInt32
         switch kind {
         case .file: permissions = 0o444
-        case .folder: permissions = 0o555
+        // A folder this account may not open shows it: mode 000 (docs/SEMANTICS.md, "Access levels").
+        case .folder: permissions = access == .noAccess ? 0 : 0o555
         case .symlink: permissions = 0o777
         }
         return FileAttributes(

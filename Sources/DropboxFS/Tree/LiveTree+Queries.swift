@@ -18,10 +18,13 @@ extension LiveTree {
         try bookkeeping { (t: inout State) throws(FilesystemError) -> Filesystem.CachedLookup in
             guard let folder = t.tree.node(parent) else { throw .stale }
             guard folder.kind == .folder else { throw .notADirectory }
+            try Self.checkEntry(parent, folder, in: t)
             // No entry can have a longer name (those are hidden, SEMANTICS.md): ENAMETOOLONG, as
             // ext4 answers, without listing the folder. The kernel passes FUSE names of up to 1024.
             guard name.utf8.count <= NodeName.maxBytes else { throw .nameTooLong }
             switch t.tree.lookup(parent: parent, name: name, fold: fold) {
+            case .found(let child) where !shows(child, in: folder, t):
+                return .notFound
             case .found(let child):
                 t.tree.addLookup(child)
                 return .found(t.tree.attributes(of: child, ownership: ownership))
@@ -64,6 +67,11 @@ extension LiveTree {
             if !node.id.isEmpty { result.append(("user.dropbox.id", node.id)) }
             if !node.rev.isEmpty { result.append(("user.dropbox.rev", node.rev)) }
             if let hash = node.contentHash { result.append(("user.dropbox.content_hash", hash.hex)) }
+            switch node.access {
+            case .full: break
+            case .traverseOnly: result.append(("user.dropbox.access", "traverse_only"))
+            case .noAccess: result.append(("user.dropbox.access", "no_access"))
+            }
             return result
         }
     }
@@ -110,6 +118,7 @@ extension LiveTree {
         try read { (t: State) throws(FilesystemError) -> Bool in
             guard let node = t.tree.node(index) else { throw .stale }
             guard node.kind == .folder else { throw .notADirectory }
+            try Self.checkEntry(index, node, in: t)
             return isListed(index, in: t, acceptingExpired: acceptingExpired)
         }
     }
@@ -133,6 +142,7 @@ extension LiveTree {
         try bookkeeping { (t: inout State) throws(FilesystemError) in
             guard let node = t.tree.node(index) else { throw .stale }
             guard node.kind == .folder else { throw .notADirectory }
+            try Self.checkEntry(index, node, in: t)
             let children = t.tree.children(of: index)
             var position: Int
             switch DirectoryCookie.resume(after: cookie, in: children, tree: t.tree, folder: index) {
@@ -149,6 +159,10 @@ extension LiveTree {
             }
             while position < children.count {
                 let child = children[position]
+                guard shows(child, in: node, t) else {
+                    position += 1
+                    continue
+                }
                 let lean = leanFiles && t.tree.nodes[Int(child)].kind != .folder
                 let entry = DirectoryEntry(
                     name: t.tree.nodes[Int(child)].name, attributes: t.tree.attributes(of: child, ownership: ownership),
@@ -160,11 +174,29 @@ extension LiveTree {
         }
     }
 
+    /// EACCES for a folder the user may not enter (`no_access`): it is never listed, and nothing
+    /// is looked up in it (docs/SEMANTICS.md, "Access levels").
+    private static func checkEntry(_ index: UInt32, _ folder: Node, in t: State) throws(FilesystemError) {
+        guard folder.access == .noAccess else { return }
+        throw .restricted(.noAccessFolder(t.tree.path(of: index)))
+    }
+
+    /// Whether `child` of `folder` is shown: a traverse-only folder shows only the folders a
+    /// member can pass through (a file in it could not be read), and a `no_access` folder is
+    /// left out when the mount hides them (`hideNoAccess`).
+    private func shows(_ child: UInt32, in folder: Node, _ t: State) -> Bool {
+        let node = t.tree.nodes[Int(child)]
+        if folder.access == .traverseOnly && node.kind != .folder { return false }
+        if hideNoAccess && node.access == .noAccess { return false }
+        return true
+    }
+
     /// The files of a listed folder Dropbox can make thumbnails of, in name order; nil when the
     /// folder is gone.
     func thumbnailSources(folder index: UInt32) -> [ThumbnailSource]? {
         bookkeeping { t -> [ThumbnailSource]? in
-            guard let node = t.tree.node(index), node.kind == .folder, node.attached else { return nil }
+            guard let node = t.tree.node(index), node.kind == .folder, node.attached, node.access == .full
+            else { return nil }
             let folderPath = t.tree.path(of: index)
             return t.tree.children(of: index).compactMap { child -> ThumbnailSource? in
                 let file = t.tree.nodes[Int(child)]

@@ -37,19 +37,25 @@ final class LiveTree: Sendable {
     /// How long a complete folder listing is trusted (`.infinity` while changes are followed).
     let listingTTL: Double
     let monotonicNow: @Sendable () -> Double
+    /// Folders the user may not enter are left out of listings and lookups instead of shown with
+    /// mode 000 (FilesystemOptions.hideNoAccess).
+    let hideNoAccess: Bool
     /// Where the kernel cache invalidations of every change go (the FUSE session's handler).
     let invalidations: InvalidationPublisher
+    /// Counts the calls of `change`: the offline keeper looks again after it moved.
+    let changeCount = Atomic<UInt64>(0)
 
     /// `cursor`: the one a restored tree was stored with. `invalidationRepeat`: the delay of an
     /// invalidation's second delivery (Invalidations.swift).
     init(
         _ tree: MetadataTree, store: TreeStore?, cursor: String? = nil, listingTTL: Double,
-        monotonicNow: @escaping @Sendable () -> Double, invalidationRepeat: Double? = 1
+        monotonicNow: @escaping @Sendable () -> Double, invalidationRepeat: Double? = 1, hideNoAccess: Bool = false
     ) {
         var tree = tree
         if store != nil { tree.trackChanges() }
         self.state = Mutex(State(tree: tree, store: store, cursor: cursor))
         self.listingTTL = listingTTL
+        self.hideNoAccess = hideNoAccess
         self.monotonicNow = monotonicNow
         self.invalidations = InvalidationPublisher(repeatAfter: invalidationRepeat)
     }
@@ -63,7 +69,10 @@ final class LiveTree: Sendable {
     @discardableResult
     func change<R>(cursor: StoreBatch.CursorChange = .keep, _ mutation: (inout State, inout [Invalidation]) -> R) -> R {
         var invalidated: [Invalidation] = []
-        defer { invalidations.publish(invalidated) }
+        defer {
+            invalidations.publish(invalidated)
+            changeCount.add(1, ordering: .relaxed)
+        }
         return state.withLock { t in
             let result = mutation(&t, &invalidated)
             Self.persist(in: &t, cursor: cursor)
@@ -80,7 +89,10 @@ final class LiveTree: Sendable {
         _ mutation: (inout Engine, inout State, inout [Invalidation]) -> R
     ) -> R {
         var invalidated: [Invalidation] = []
-        defer { invalidations.publish(invalidated) }
+        defer {
+            invalidations.publish(invalidated)
+            changeCount.add(1, ordering: .relaxed)
+        }
         return engine.withLock { s in
             state.withLock { t in
                 let result = mutation(&s, &t, &invalidated)
@@ -126,6 +138,8 @@ final class LiveTree: Sendable {
     /// complete at all. Call with the lock held, on a folder of the tree.
     func isListed(_ folder: UInt32, in t: State, acceptingExpired: Bool = false) -> Bool {
         guard t.tree.nodes[Int(folder)].attached else { return true }
+        // A folder the user may not enter has nothing to list, and is never asked for.
+        if t.tree.nodes[Int(folder)].access == .noAccess { return true }
         guard t.tree.isComplete(folder) else { return false }
         if acceptingExpired || listingTTL == .infinity { return true }
         return monotonicNow() - t.tree.listedAt(folder) < listingTTL

@@ -484,6 +484,7 @@ struct MetadataTree {
         case .folder(let folder):
             nodes[Int(index)].id = folder.id
             nodes[Int(index)].provisional = false
+            nodes[Int(index)].access = FolderAccess(folder)
             nodes[Int(index)].mtime = folderTime
             nodes[Int(index)].ctime = folderTime
         case .deleted:

@@ -14,6 +14,17 @@ public enum NodeKind: UInt8, Sendable {
     case file, folder, symlink
 }
 
+/// A folder's access level as Dropbox reports it in `sharing_info`: a team folder may let a
+/// member only pass through it to the subfolders they were given (`traverse_only`), or not enter
+/// it at all (`no_access`).
+public enum FolderAccess: Sendable, Equatable {
+    case full, traverseOnly, noAccess
+
+    init(_ folder: FolderMetadata) {
+        self = folder.noAccess ? .noAccess : folder.traverseOnly ? .traverseOnly : .full
+    }
+}
+
 /// What a folder knows about its children.
 struct FolderState {
     /// Children by Dropbox's key (the last component of their `path_lower`), as node indices.
@@ -132,6 +143,8 @@ struct Node {
     private static let keyIsNameFlag: UInt8 = 4
     private static let hashFlag: UInt8 = 8
     private static let provisionalFlag: UInt8 = 16
+    private static let traverseOnlyFlag: UInt8 = 32
+    private static let noAccessFlag: UInt8 = 64
     private static let spilled: UInt8 = 0xFF
     private static let timeSpilled = UInt32.max
 
@@ -152,6 +165,16 @@ struct Node {
     var provisional: Bool {
         get { flag(Self.provisionalFlag) }
         set { setFlag(Self.provisionalFlag, newValue) }
+    }
+
+    /// What the user may do in this folder, from its `sharing_info` (docs/SEMANTICS.md, "Access
+    /// levels"); `.full` for files and for folders that carry none.
+    var access: FolderAccess {
+        get { flag(Self.noAccessFlag) ? .noAccess : flag(Self.traverseOnlyFlag) ? .traverseOnly : .full }
+        set {
+            setFlag(Self.noAccessFlag, newValue == .noAccess)
+            setFlag(Self.traverseOnlyFlag, newValue == .traverseOnly)
+        }
     }
 
     /// Dropbox's key for the entry is its name byte for byte (a lower-case name, or one with no

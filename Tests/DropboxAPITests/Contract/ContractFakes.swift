@@ -33,6 +33,10 @@ protocol FakeUnderTest: Sendable {
     func addExportOnly(_ path: String, exportAs: String) async throws
     /// mkdir -p; an existing folder stays.
     func addFolder(_ path: String) async throws
+    /// A new folder with an access level: "traverse_only" or "no_access" (ContractAccessLevelTests).
+    func addFolder(_ path: String, access: String) async throws
+    /// A file whose content Dropbox blocks (restricted_content).
+    func addRestrictedFile(_ path: String, content: [UInt8]) async throws
     func delete(_ path: String) async throws
     func move(from: String, to: String) async throws
     /// Every cursor issued so far expires.

@@ -309,6 +309,25 @@ def scenario_thumbnails():
         raise AssertionError("expected too_many_files")
 
 
+def scenario_access_levels():
+    """sharing_info's traverse_only and no_access decode as the SDK's FolderSharingInfo; a
+    no_access folder's listing and a blocked file's download are LookupError restricted_content."""
+    ctl("POST", "/_control/folders", {"path": "/team/Locked", "access": "no_access"})
+    ctl("POST", "/_control/folders", {"path": "/team/Pass", "access": "traverse_only"})
+    ctl("POST", "/_control/files", {"path": "/blocked.bin", "content_b64": "AAEC", "restricted": True})
+    d = dbx()
+    got = {e.name: e for e in d.files_list_folder("/team").entries}
+    assert got["Locked"].sharing_info.no_access and not got["Locked"].sharing_info.traverse_only
+    assert got["Pass"].sharing_info.traverse_only and not got["Pass"].sharing_info.no_access
+    for call in (lambda: d.files_list_folder("/team/Locked"), lambda: d.files_download("/blocked.bin")):
+        try:
+            call()
+        except ApiError as e:
+            assert e.error.is_path() and e.error.get_path().is_restricted_content(), e.error
+        else:
+            raise AssertionError("expected restricted_content")
+
+
 if __name__ == "__main__":
     globals()["scenario_" + sys.argv[1]]()
     print("OK")

@@ -219,7 +219,8 @@ class FakeDropbox:
     # ---- control API -------------------------------------------------------------------
     def add_file(self, path, data=None, size=None, seed=None, **extra):
         """Create/overwrite a file from bytes ``data`` or synthetic ``size``/``seed``.
-        extra: symlink_target, export_as, client_modified, server_modified."""
+        extra: symlink_target, export_as, client_modified, server_modified, restricted (its
+        downloads answer path/restricted_content)."""
         obj = {"path": path}
         if data is not None:
             if isinstance(data, str):
@@ -233,8 +234,13 @@ class FakeDropbox:
         obj.update(extra)
         return self._call("POST", "/_control/files", obj)
 
-    def mkdir(self, path):
-        return self._call("POST", "/_control/folders", {"path": path})
+    def mkdir(self, path, access=None):
+        """A folder and its parents; ``access`` "traverse_only" or "no_access" gives it that
+        access level."""
+        obj = {"path": path}
+        if access is not None:
+            obj["access"] = access
+        return self._call("POST", "/_control/folders", obj)
 
     def delete(self, path):
         return self._call("POST", "/_control/delete", {"path": path})

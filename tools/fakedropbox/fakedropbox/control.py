@@ -62,6 +62,8 @@ def add_file(st, obj):
             extra["export_size"] = obj["export_size"]
     if obj.get("client_modified") is not None:
         extra["client_modified"] = int(obj["client_modified"])
+    if obj.get("restricted"):
+        extra["restricted"] = True
     if "content_b64" in obj:
         try:
             data = base64.b64decode(obj["content_b64"], validate=True)
@@ -80,11 +82,44 @@ def add_file(st, obj):
     digest = None if "export_as" in extra else src.content_hash()
     tree = st.tree
     with tree.lock:
+        _refuse_under_no_access(st, path)
         try:
             node = tree.put_file(path, content, src.size, digest, extra=extra or None,
                                  mtime=obj.get("server_modified"))
         except TreeError as e:
             raise ControlError(409, str(e))
+        return tree.metadata(node)
+
+
+ACCESS_LEVELS = ("traverse_only", "no_access")
+
+
+def _refuse_under_no_access(st, path):
+    """A folder this account may not open shows no contents (Dropbox lists none), so the fake
+    holds none: adding below one is refused. Caller holds the lock."""
+    parts = [p for p in path.split("/") if p]
+    for i in range(1, len(parts)):
+        node, _ = st.tree.resolve("/" + "/".join(parts[:i]), st.root_ns, st.home_ns)
+        if node is not None and (node.extra or {}).get("access") == "no_access":
+            raise ControlError(409, "%s is a no_access folder: it holds nothing" % "/".join(parts[:i]))
+
+
+def add_folder(st, obj):
+    """POST /_control/folders {"path", "access"?}: a folder (and its parents); ``access``
+    "traverse_only" or "no_access" gives it that level in its sharing_info."""
+    path = _str(obj, "path")
+    access = obj.get("access")
+    if access is not None and access not in ACCESS_LEVELS:
+        raise ControlError(400, "access must be one of %s" % ", ".join(ACCESS_LEVELS))
+    tree = st.tree
+    with tree.lock:
+        _refuse_under_no_access(st, path)
+        try:
+            node = tree.mkdir(path)
+        except TreeError as e:
+            raise ControlError(409, str(e))
+        if access is not None:
+            node.extra = dict(node.extra or {}, access=access)
         return tree.metadata(node)
 
 
@@ -189,12 +224,7 @@ def handle(st, method, path, query_string, raw):
         if method == "POST" and name == "files":
             return json_reply(add_file(st, _body(raw)))
         if method == "POST" and name == "folders":
-            p = _str(_body(raw), "path")
-            with tree.lock:
-                try:
-                    return json_reply(tree.metadata(tree.mkdir(p)))
-                except TreeError as e:
-                    raise ControlError(409, str(e))
+            return json_reply(add_folder(st, _body(raw)))
         if method == "POST" and name == "delete":
             p = _str(_body(raw), "path")
             with tree.lock:

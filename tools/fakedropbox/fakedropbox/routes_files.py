@@ -292,6 +292,8 @@ def list_folder(st, req, arg):
         bad = _scope_error(tree, node, err)
         if bad is not None:
             return bad
+        if (node.extra or {}).get("access") == "no_access":
+            return lookup_error("restricted_content")   # a folder this account may not open
         scope_pl = tree.paths(node)[1]
         cur = Cursor(st.instance, tree.epoch, scope_pl, recursive, include_deleted,
                      nondl, limit, len(tree.journal), phase="L", keypath=None,
@@ -464,6 +466,8 @@ def _read_file(st, view, path, before_hash=None):
             return obj
         if kind == "live" and obj.children is not None:
             return "not_file"
+        if kind == "live" and (obj.extra or {}).get("restricted"):
+            return "restricted_content"   # Dropbox will not serve this file's content
         if before_hash is not None:
             early = before_hash(obj.name, obj.size)
             if early is not None:

@@ -241,7 +241,7 @@ class Tree:
             md = self.file_metadata(node.num, name, pd, pl, self.rev_of(node),
                                     node.size, self.mtime_of(node), node.hash,
                                     node.extra)
-        if self.shared:
+        if self.shared or (node.extra and "access" in node.extra):
             sharing = self.sharing_of(node)
             if sharing is not None:
                 md["sharing_info"] = sharing
@@ -255,6 +255,12 @@ class Tree:
         while outer is not None and not (outer.extra and "shared_folder_id" in outer.extra):
             outer = outer.parent
         if node.children is not None:
+            access = (node.extra or {}).get("access")
+            if access is not None:
+                info = self._folder_sharing(node, own, outer)
+                info["traverse_only"] = access == "traverse_only"
+                info["no_access"] = access == "no_access"
+                return info
             if own is not None:
                 info = {"read_only": bool(node.extra.get("read_only")), "shared_folder_id": own,
                         "traverse_only": False, "no_access": False}
@@ -271,6 +277,17 @@ class Tree:
         return {"read_only": bool(outer.extra.get("read_only")),
                 "parent_shared_folder_id": outer.extra["shared_folder_id"],
                 "modified_by": "dbid:AADteammate0000000000000000000000000"}
+
+    def _folder_sharing(self, node, own, outer):
+        """The sharing_info of a folder with its own access level (traverse_only, no_access),
+        in or outside a shared folder."""
+        source = node.extra if own is not None else (outer.extra if outer is not None else {})
+        info = {"read_only": bool(source.get("read_only"))}
+        if own is not None:
+            info["shared_folder_id"] = own
+        if outer is not None:
+            info["parent_shared_folder_id"] = outer.extra["shared_folder_id"]
+        return info
 
     def file_metadata(self, num, name, pd, pl, revnum, size, mtime, digest,
                       extra, with_symlink=True):

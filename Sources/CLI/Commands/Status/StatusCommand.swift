@@ -84,6 +84,7 @@ enum StatusCommand {
                 if let daemon = mount.daemonLine { printOut("             \(daemon)") }
                 if let failures = mount.failuresLine { printOut("             \(failures)") }
                 if let disk = diskLine(mount.fields) { printOut("             \(disk)") }
+                if let pins = pinsLine(mount.fields) { printOut("             \(pins)") }
                 if verbose, let raw = mount.raw { printOut("             status: \(raw)") }
             }
         }
@@ -132,6 +133,17 @@ enum StatusCommand {
         if let bytes = fields["disk_cache_bytes"].flatMap(UInt64.init) { parts.append("cached contents \(formatBytes(bytes))") }
         if let bytes = fields["thumbnail_bytes"].flatMap(UInt64.init) { parts.append("thumbnails \(formatBytes(bytes))") }
         return parts.isEmpty ? nil : "disk: " + parts.joined(separator: ", ")
+    }
+
+    /// "available offline: 2 pins, 3/5 files, 1.0 MiB of 2.0 MiB on disk" (`dropboxfs pinned` has
+    /// each pin); nil when nothing is pinned.
+    static func pinsLine(_ fields: [String: String]) -> String? {
+        guard let pins = fields["pins"], let files = fields["pinned_files"], let present = fields["pinned_present_files"],
+            let bytes = fields["pinned_bytes"].flatMap(UInt64.init),
+            let presentBytes = fields["pinned_present_bytes"].flatMap(UInt64.init)
+        else { return nil }
+        return "available offline: \(pins) \(pins == "1" ? "pin" : "pins"), \(present)/\(files) files, "
+            + "\(formatBytes(presentBytes)) of \(formatBytes(bytes)) on disk"
     }
 
     static func spaceLine(_ usage: SpaceUsage) -> String {

@@ -1,0 +1,254 @@
+// "Available offline": folders (or files) the user pinned have their files' contents kept in the disk
+// cache, downloaded in the background, never evicted, and downloaded again when Dropbox changes
+// them, so they read offline like any cached file (docs/SEMANTICS.md, "Available offline").
+//
+// The keeper owns the list of pins (stored with the tree, Store/TreeStore+Pins.swift) and works in
+// passes: a pass reads what the pins cover in the tree as it stands (PinPlan), tells the disk cache
+// which keys are pinned (DiskCache.setPinned), and downloads each wanted content that has no entry
+// yet, at most `concurrency` at a time, in ranged pieces of `pieceSize` bytes of the revision the
+// tree names, hashing as it writes into a disk cache temporary file that is committed only when the
+// whole file matched its content_hash (as every disk cache entry). A pass runs when the pins change
+// and after the tree changed (the change feed applies Dropbox's changes to the tree, whose change
+// count the loop watches); a content that failed waits `retryAfter` before it is tried again. No
+// download is started while the mount is offline.
+//
+// The keeper never takes the reader's lock: it only adds complete entries to the disk cache, which
+// the reader finds at the next open. A file read while its pin's download runs is simply
+// downloaded by the reader too (the disk cache keeps the first complete entry).
+//
+// Locking: `pinRequests` serialises pin requests (taken first, by `pin` only). `state` guards the
+// pins, the last pass's coverage, the failures and the downloads in flight. It is never held
+// across an await, a download, disk I/O or the tree's lock (the tree is read first, then `state`
+// taken).
+
+import Dispatch
+import DropboxAPI
+import Log
+import Synchronization
+
+final class OfflineKeeper: Sendable {
+    struct Failure: Sendable {
+        var message: String
+        var at: Double
+    }
+
+    struct State {
+        var pins: [String]
+        /// What each pin covered at the last pass.
+        var coverage: [PinCoverage] = []
+        /// Contents whose last download failed, by key.
+        var failures: [String: Failure] = [:]
+        /// Keys being downloaded now.
+        var downloading: Set<String> = []
+        /// The pins changed since the last pass.
+        var dirty = true
+        /// The tree's change count at the last pass.
+        var seenChanges: UInt64 = .max
+        /// When the last pass started (monotonic seconds).
+        var lastPass: Double = -.infinity
+        var running: Task<Void, Never>?
+        var stopped = false
+    }
+
+    let tree: LiveTree
+    let diskCache: DiskCache?
+    let client: any DropboxClient
+    let connectivity: Connectivity
+    let store: TreeStore?
+    /// Where the disk cache's writes run (FileReader.diskQueue): never on Swift's small pool.
+    let diskQueue: DispatchQueue
+    let state: Mutex<State>
+    /// Held for the whole of one pin request (its space check and its insertion), so two pins
+    /// made at once cannot both pass the check; taken before any other lock, by `pin` only.
+    let pinRequests = Mutex(0)
+    let concurrency = 4
+    let pieceSize: UInt64 = 4 << 20
+    let retryAfter = 30.0
+    /// A pass runs at least this often, also with nothing changed: it finds a pinned entry the
+    /// reader found damaged and deleted, or one deleted by hand, and downloads it again.
+    let passEvery = 60.0
+    let monotonicNow: @Sendable () -> Double
+    /// Lists one folder (SyncEngine.ensureListed): folders below a pin that no listing filled yet
+    /// (the whole-account listing is off or not done) are listed by the keeper.
+    let listFolder: @Sendable (UInt32) async -> Void
+    /// Folders listed per pass at most.
+    let listingsPerPass = 16
+
+    init(
+        pins: [String], tree: LiveTree, diskCache: DiskCache?, client: any DropboxClient, connectivity: Connectivity,
+        store: TreeStore?, diskQueue: DispatchQueue, monotonicNow: @escaping @Sendable () -> Double,
+        listFolder: @escaping @Sendable (UInt32) async -> Void = { _ in }
+    ) {
+        self.listFolder = listFolder
+        self.tree = tree
+        self.diskCache = diskCache
+        self.client = client
+        self.connectivity = connectivity
+        self.store = store
+        self.diskQueue = diskQueue
+        self.monotonicNow = monotonicNow
+        self.state = Mutex(State(pins: pins))
+    }
+
+    /// The keys of the contents `pins` cover in `tree`, for the disk cache's trim at open.
+    static func pinnedKeys(_ pins: [String], in tree: MetadataTree) -> Set<String> {
+        Set(pins.flatMap { PinPlan.coverage(of: $0, in: tree).files.map(\.key) })
+    }
+
+    var pins: [String] { state.withLock { $0.pins } }
+
+    // MARK: the loop
+
+    /// Starts the background passes (at mount, with the sync engine).
+    func start() {
+        guard diskCache != nil else { return }
+        let task = Task.detached(priority: .utility) { [self] in
+            while !Task.isCancelled {
+                // While offline nothing is marked done: the pass runs once Dropbox is back.
+                if !connectivity.isOffline {
+                    let changes = tree.changeCount.load(ordering: .relaxed)
+                    let now = monotonicNow()
+                    let due = state.withLock { s -> Bool in
+                        let due = s.dirty || s.seenChanges != changes || !s.failures.isEmpty || now - s.lastPass >= passEvery
+                        if due {
+                            s.dirty = false
+                            s.seenChanges = changes
+                            s.lastPass = now
+                        }
+                        return due
+                    }
+                    if due, await !keepOnce() { state.withLock { $0.dirty = true } }
+                }
+                try? await Task.sleep(for: .milliseconds(300))
+            }
+        }
+        state.withLock { s in
+            if s.stopped { task.cancel() } else { s.running = task }
+        }
+    }
+
+    func stop() {
+        let task = state.withLock { s -> Task<Void, Never>? in
+            s.stopped = true
+            defer { s.running = nil }
+            return s.running
+        }
+        task?.cancel()
+    }
+
+    /// One pass: plans from the tree, marks the pinned keys, and downloads what is missing. False
+    /// when it stopped before trying every missing content (offline, or stopped).
+    @discardableResult
+    func keepOnce() async -> Bool {
+        guard let diskCache else { return true }
+        let pins = self.pins
+        let coverage = tree.read { t in pins.map { PinPlan.coverage(of: $0, in: t.tree) } }
+        var wanted: [String: PinnedContent] = [:]
+        for pin in coverage { for file in pin.files where wanted[file.key] == nil { wanted[file.key] = file } }
+        diskCache.setPinned(Set(wanted.keys))
+        let present = diskCache.present(Set(wanted.keys))
+        let now = monotonicNow()
+        let todo = state.withLock { s -> [PinnedContent] in
+            s.coverage = coverage
+            s.failures = s.failures.filter { wanted[$0.key] != nil }
+            return wanted.values.filter { file in
+                !present.contains(file.key) && !s.downloading.contains(file.key)
+                    && (s.failures[file.key].map { now - $0.at >= retryAfter } ?? true)
+            }.sorted { $0.path < $1.path }
+        }
+        let unlisted = coverage.flatMap(\.unlisted)
+        if !unlisted.isEmpty && !connectivity.isOffline {
+            for folder in unlisted.prefix(listingsPerPass) { await listFolder(folder) }
+        }
+        guard !todo.isEmpty else { return unlisted.isEmpty }
+        guard !connectivity.isOffline else { return false }
+        return await withTaskGroup(of: Void.self) { group -> Bool in
+            var next = todo.makeIterator()
+            for _ in 0..<concurrency {
+                guard let file = next.next() else { break }
+                group.addTask { await self.fetch(file, into: diskCache) }
+            }
+            var stopped = false
+            while await group.next() != nil {
+                if Task.isCancelled || connectivity.isOffline { stopped = true }
+                guard !stopped, let file = next.next() else { continue }
+                group.addTask { await self.fetch(file, into: diskCache) }
+            }
+            return !stopped && unlisted.isEmpty
+        }
+    }
+
+    /// Downloads one content into the disk cache, checked against its content_hash.
+    private func fetch(_ file: PinnedContent, into cache: DiskCache) async {
+        let claimed = state.withLock { s in s.downloading.insert(file.key).inserted }
+        guard claimed else { return }
+        defer { _ = state.withLock { s in s.downloading.remove(file.key) } }
+        guard !cache.knows(key: file.key) else { return }
+        let failure = await download(file, into: cache)
+        if failure != nil && connectivity.isOffline {
+            // Not this file's fault: the pass after Dropbox is back tries it at once.
+            Log.debug("available offline: \(Log.quoted(file.path)) waits for Dropbox")
+            return
+        }
+        state.withLock { s in
+            if let failure {
+                s.failures[file.key] = Failure(message: failure, at: monotonicNow())
+            } else {
+                s.failures[file.key] = nil
+            }
+        }
+        if let failure {
+            Log.warning("available offline: \(Log.quoted(file.path)) was not kept: \(failure); tried again later")
+        } else {
+            Log.debug("available offline: \(Log.quoted(file.path)) kept (\(file.size) bytes)")
+        }
+    }
+
+    /// Nil when the content was committed, else why not.
+    private func download(_ file: PinnedContent, into cache: DiskCache) async -> String? {
+        guard let partial = cache.begin(key: file.key, size: file.size) else {
+            return "no room in the disk cache for \(file.size) bytes"
+        }
+        let hasher = ContentHasher()
+        var offset: UInt64 = 0
+        while offset < file.size {
+            if Task.isCancelled {
+                cache.abandon(partial)
+                return "stopped"
+            }
+            let length = min(pieceSize, file.size - offset)
+            let bytes: [UInt8]
+            do throws(DropboxError) {
+                bytes = try await client.download(
+                    path: "rev:" + file.rev, range: ByteRange(offset: offset, length: length)
+                ).data
+            } catch {
+                cache.abandon(partial)
+                return "\(error)"
+            }
+            guard UInt64(bytes.count) == length else {
+                cache.abandon(partial)
+                return "Dropbox sent \(bytes.count) bytes where \(length) were asked"
+            }
+            hasher.update(bytes)
+            let at = offset
+            let written = await withCheckedContinuation { (done: CheckedContinuation<CacheIOError?, Never>) in
+                diskQueue.async { done.resume(returning: partial.file.write(bytes, at: at)) }
+            }
+            if let written {
+                cache.refusesWrites(written)
+                cache.abandon(partial)
+                return "disk cache: \(written)"
+            }
+            offset += length
+        }
+        guard hasher.finalize() == file.hash else {
+            cache.abandon(partial)
+            return "the downloaded bytes do not match the content_hash"
+        }
+        let committed = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            diskQueue.async { done.resume(returning: cache.commit(partial)) }
+        }
+        return committed ? nil : "the disk cache entry could not be committed"
+    }
+}
