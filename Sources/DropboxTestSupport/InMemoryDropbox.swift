@@ -11,8 +11,9 @@ import DropboxAPI
 import Synchronization
 
 public final class InMemoryDropbox: DropboxClient, Sendable {
-    /// Guards the account: entries, ids, revisions, the change journal and listing snapshots.
-    private let store: Mutex<InMemoryDropboxStore>
+    /// Guards the account: entries, ids, revisions, the change journal, listing snapshots and
+    /// shared links.
+    let store: Mutex<InMemoryDropboxStore>
     /// Guards the test bookkeeping and knobs: call counts, recorded list_folder arguments and
     /// thumbnail batches, latency, the longpoll time scale, the account and its allocation.
     private let bookkeeping: Mutex<Bookkeeping>
@@ -245,11 +246,15 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
 
     public func listFolder(_ arg: ListFolderArg) async throws(DropboxError) -> ListFolderResult {
         try await enter(.listFolder, listing: arg)
+        if let link = arg.sharedLink { return try store.withLock { $0.listLink(link, arg) }.get() }
         return try store.withLock { $0.listFolder(arg) }.get()
     }
 
     public func listFolderContinue(cursor: String) async throws(DropboxError) -> ListFolderResult {
         try await enter(.listFolderContinue)
+        if InMemoryDropboxStore.isLinkCursor(cursor) {
+            return try store.withLock { $0.continueLinkListing(cursor) }.get()
+        }
         return try store.withLock { $0.listFolderContinue(cursor: cursor) }.get()
     }
 
@@ -312,7 +317,7 @@ public final class InMemoryDropbox: DropboxClient, Sendable {
     }
 
     /// Counts the call, records a list_folder argument, then waits out the latency.
-    private func enter(_ method: DropboxMethod, listing arg: ListFolderArg? = nil) async throws(DropboxError) {
+    func enter(_ method: DropboxMethod, listing arg: ListFolderArg? = nil) async throws(DropboxError) {
         let latency = bookkeeping.withLock { state in
             _ = state.calls.record(method)
             if let arg { state.listFolderArgs.append(arg) }

@@ -16,6 +16,8 @@ public enum DropboxMethod: String, Sendable, Hashable, CaseIterable {
     case getThumbnailBatch = "get_thumbnail_batch"
     case getCurrentAccount = "get_current_account"
     case getSpaceUsage = "get_space_usage"
+    case getSharedLinkMetadata = "sharing/get_shared_link_metadata"
+    case getSharedLinkFile = "sharing/get_shared_link_file"
 }
 
 /// How many times each method was called.

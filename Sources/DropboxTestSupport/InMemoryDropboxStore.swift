@@ -86,6 +86,8 @@ struct InMemoryDropboxStore: Sendable {
     /// The account id stamped on cursors when this account is one of several
     /// (InMemoryDropboxAccounts); a cursor with another stamp is `reset`. Nil alone.
     var cursorAccount: String?
+    /// Shared links by URL (InMemoryDropboxLinks.swift).
+    var links: [String: StoredLink] = [:]
 
     private var nextId = 0
     private var nextRev = 0

@@ -26,6 +26,14 @@ enum ExitCode: Int32 {
     /// A cache or store folder is not the daemon's user's own, or other users may write into it
     /// (LocalTrust.swift).
     case localFolder = 7
+    /// The shared link has expired or does not exist (Dropbox answers the same for both).
+    case linkNotFound = 8
+    /// The shared link refused the password given.
+    case linkPassword = 9
+    /// The shared link refused access: it needs a password, or is not open to this account.
+    case linkAccessDenied = 10
+    /// A shared link of a kind that cannot be mounted.
+    case linkUnsupported = 11
 }
 
 /// A failure that ends the command with a one-line message and an exit code.

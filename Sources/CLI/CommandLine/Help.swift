@@ -43,6 +43,9 @@ enum Help {
         (4, "missing or rejected credentials"), (5, "Dropbox unreachable"),
         (6, "FUSE unavailable or not allowed (e.g. --allow-other)"),
         (7, "a cache or store folder not the user's own, or writable by other users"),
+        (8, "the shared link expired or does not exist"), (9, "wrong password for the shared link"),
+        (10, "access to the shared link denied (a password is needed, or it is not open to you)"),
+        (11, "a kind of shared link that cannot be mounted"),
     ]
 
     private static var mainText: String { mainParagraphs.joined(separator: "\n\n") }

@@ -90,7 +90,11 @@ enum Options {
     static let mount = CommandSpec(
         name: "mount",
         summaries: [("mount [MOUNTPOINT] [options]", "mount the account (default MOUNTPOINT: ~/dropbox)")],
-        usage: ["dropboxfs mount [MOUNTPOINT] [options]", "dropboxfs SOURCE MOUNTPOINT [-o OPTIONS]   (as mount.fuse3 runs it)"],
+        usage: [
+            "dropboxfs mount [MOUNTPOINT] [options]",
+            "dropboxfs mount --shared-link URL [--link-password-file FILE] MOUNTPOINT [options]",
+            "dropboxfs SOURCE MOUNTPOINT [-o OPTIONS]   (as mount.fuse3 runs it)",
+        ],
         description: """
             Mounts the Dropbox account read-only on MOUNTPOINT (default ~/dropbox, or ~/dropbox-NAME with \
             --profile NAME; created if missing). Without --foreground the command returns once the mount is \
@@ -119,6 +123,15 @@ enum Options {
                 help: "notify base URL (default $DROPBOXFS_NOTIFY_URL or https://notify.dropboxapi.com)",
                 mountOption: true),
             profile,
+            OptionSpec(
+                name: "shared-link", value: "URL",
+                help: "mount the folder or file of this shared link instead of the account, read-only; folders are "
+                    + "listed one at a time and listed again after --dir-cache-time (default 60s)",
+                mountOption: true),
+            OptionSpec(
+                name: "link-password-file", value: "FILE",
+                help: "with --shared-link: the link's password, the first line of FILE", mountOption: true,
+                completion: .file),
             OptionSpec(
                 name: "no-prefetch",
                 help: "do not list the whole account in the background; folders are listed one request each when first opened",

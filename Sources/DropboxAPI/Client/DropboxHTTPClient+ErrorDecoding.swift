@@ -66,6 +66,7 @@ extension DropboxError {
         case "range" where error.unionValue?.unionTag == "not_satisfiable":
             return .rangeNotSatisfiable
         default:
+            if let failure = SharedLinkFailure(tag: tag) { return .sharedLink(failure) }
             if summary.hasPrefix("range/not_satisfiable") { return .rangeNotSatisfiable }
             return .routeError(summary: summary.isEmpty ? tag : summary)
         }

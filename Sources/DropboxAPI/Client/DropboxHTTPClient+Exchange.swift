@@ -73,7 +73,8 @@ extension DropboxHTTPClient {
     /// A content-download route: the argument in `Dropbox-API-Arg`, the result in
     /// `Dropbox-API-Result`, the bytes in the body.
     func contentDownload(
-        _ route: String, _ arg: some Encodable, range: ByteRange?, freshConnection: Bool = false
+        _ route: String, _ arg: some Encodable, range: ByteRange?, freshConnection: Bool = false,
+        result decodeResult: (@Sendable ([UInt8]) throws(DropboxError) -> FileMetadata)? = nil
     ) async throws(DropboxError) -> DownloadResult {
         let argHeader = try ArgEncoding.headerJSON(arg)
         return try await authorized(route) { token throws(DropboxError) in
@@ -90,7 +91,13 @@ extension DropboxHTTPClient {
             guard let resultHeader = response.headers["Dropbox-API-Result"] else {
                 throw .malformedResponse("\(route): the reply has no Dropbox-API-Result header")
             }
-            let metadata = try Self.decode(FileMetadata.self, from: Array(resultHeader.utf8), route: route)
+            // The result's shape is the route's: files/download's FileMetadata unless told.
+            let metadata: FileMetadata
+            if let decodeResult {
+                metadata = try decodeResult(Array(resultHeader.utf8))
+            } else {
+                metadata = try Self.decode(FileMetadata.self, from: Array(resultHeader.utf8), route: route)
+            }
             let data = try Self.downloadedBytes(response, range: range, metadata: metadata, route: route)
             return DownloadResult(metadata: metadata, data: data)
         }
@@ -127,7 +134,7 @@ extension DropboxHTTPClient {
     }
 
     /// The headers of a content-host call whose argument travels in `Dropbox-API-Arg`.
-    private func contentHeaders(token: String, arg: String) -> HTTPHeaders {
+    func contentHeaders(token: String, arg: String) -> HTTPHeaders {
         var headers = HTTPHeaders()
         headers.add("Authorization", "Bearer \(token)")
         headers.add("Dropbox-API-Arg", arg)

@@ -17,6 +17,8 @@ public enum DropboxError: Error, Sendable, Equatable {
     case cursorReset
     /// 409 `unsupported_file`: the file cannot be downloaded (export only).
     case unsupportedFile
+    /// 409 SharedLinkError of the shared-link routes (and of list_folder with a shared link).
+    case sharedLink(SharedLinkFailure)
     /// 409 with another route-specific tag; `summary` is the server's error_summary.
     case routeError(summary: String)
     /// The requested byte range lies outside the file (416, or `range/not_satisfiable`).
@@ -136,6 +138,7 @@ extension DropboxError: CustomStringConvertible {
         case .lookup(let failure): return "Dropbox path lookup failed (\(failure))"
         case .cursorReset: return "the Dropbox listing cursor expired (reset)"
         case .unsupportedFile: return "this file cannot be downloaded from Dropbox (export only)"
+        case .sharedLink(let failure): return failure.description
         case .routeError(let summary): return "Dropbox error: \(summary)"
         case .rangeNotSatisfiable: return "the requested byte range is outside the file"
         case .pathRoot(let tag):

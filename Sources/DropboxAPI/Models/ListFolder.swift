@@ -9,11 +9,15 @@ public struct ListFolderArg: Sendable, Equatable, Encodable {
     public var includeDeleted: Bool
     public var includeMountedFolders: Bool
     public var includeNonDownloadableFiles: Bool
+    /// Lists inside this shared link: `path` is then relative to the link's root ("" or "/a/b"),
+    /// and `recursive` must be false (Dropbox lists links one folder at a time).
+    public var sharedLink: SharedLinkArg?
 
     public init(
         path: String, recursive: Bool = false, limit: UInt32? = 2000, includeDeleted: Bool = false,
-        includeMountedFolders: Bool = true, includeNonDownloadableFiles: Bool = true
+        includeMountedFolders: Bool = true, includeNonDownloadableFiles: Bool = true, sharedLink: SharedLinkArg? = nil
     ) {
+        self.sharedLink = sharedLink
         self.path = path
         self.recursive = recursive
         self.limit = limit
@@ -27,6 +31,7 @@ public struct ListFolderArg: Sendable, Equatable, Encodable {
         case includeDeleted = "include_deleted"
         case includeMountedFolders = "include_mounted_folders"
         case includeNonDownloadableFiles = "include_non_downloadable_files"
+        case sharedLink = "shared_link"
     }
 }
 

@@ -48,6 +48,9 @@ extension FilesystemError {
         case .routeError(let summary) where summary.hasPrefix("non_exportable") || summary.hasPrefix("invalid_export_format"):
             self = .notDownloadable
         case .authentication, .accessDenied: self = .accessDenied(error)
+        // A shared link that expired, went away or refuses its password during the mount.
+        case .sharedLink(.isDirectory): self = .isADirectory
+        case .sharedLink: self = .accessDenied(error)
         // A host that is unreachable or was not heard from (Connectivity.swift): not an I/O error.
         case .transport(let failure) where failure.kind == .offline || failure.meansUnreachable: self = .offline
         case .transport(let failure) where failure.kind == .cancelled: self = .interrupted

@@ -309,6 +309,69 @@ def scenario_thumbnails():
         raise AssertionError("expected too_many_files")
 
 
+def scenario_shared_links():
+    """A shared link to a folder and one to a file, read through the SDK's sharing routes and
+    list_folder with shared_link; the errors of a wrong password, an expired and an unsupported link."""
+    from dropbox import sharing
+    d = dbx()
+    put("/Shared/a.txt", b"alpha")
+    put("/Shared/sub/b.bin", bytes(range(256)) * 40)
+    folder = ctl("POST", "/_control/shared_links", {"path": "/Shared", "password": "pw"})["url"]
+    single = ctl("POST", "/_control/shared_links", {"path": "/Shared/a.txt"})["url"]
+    md = d.sharing_get_shared_link_metadata(folder, link_password="pw")
+    assert isinstance(md, sharing.FolderLinkMetadata) and md.name == "Shared", md
+    assert md.link_permissions.resolved_visibility.is_password()
+    link = files.SharedLink(folder, "pw")
+    r = d.files_list_folder("", shared_link=link, limit=1)
+    entries = list(r.entries)
+    while r.has_more:
+        r = d.files_list_folder_continue(r.cursor)
+        entries += r.entries
+    assert sorted(e.name for e in entries) == ["a.txt", "sub"], entries
+    assert all(e.path_lower is None and e.path_display is None for e in entries)
+    sub = d.files_list_folder("/sub", shared_link=link).entries
+    assert [e.name for e in sub] == ["b.bin"] and sub[0].content_hash
+    fmd, resp = d.sharing_get_shared_link_file(folder, path="/sub/b.bin", link_password="pw")
+    assert isinstance(fmd, sharing.FileLinkMetadata) and fmd.size == 10240 and fmd.rev == sub[0].rev
+    assert resp.content == bytes(range(256)) * 40
+    fmd, resp = d.sharing_get_shared_link_file(single)
+    assert fmd.name == "a.txt" and resp.content == b"alpha"
+    only = d.files_list_folder("", shared_link=files.SharedLink(single)).entries
+    assert [e.name for e in only] == ["a.txt"], only
+    # A thumbnail of a file in the link, by PathOrLink; a file that is no image fails alone.
+    ctl("POST", "/_control/files", {"path": "/Shared/pic.jpg", "size": 300000, "seed": 3})
+    res = files.PathOrLink.link(files.SharedLinkFileInfo(folder, path="/pic.jpg", password="pw"))
+    preview, resp = d.files_get_thumbnail_v2(res, format=files.ThumbnailFormat.png,
+                                             size=files.ThumbnailSize.w128h128)
+    assert resp.content[:8] == b"\x89PNG\r\n\x1a\n" and preview.link_metadata.url == folder
+    try:
+        d.files_get_thumbnail_v2(files.PathOrLink.link(files.SharedLinkFileInfo(folder, path="/a.txt", password="pw")))
+    except ApiError as e:
+        assert e.error.is_unsupported_extension(), e.error
+    else:
+        raise AssertionError("expected ApiError")
+    expired = ctl("POST", "/_control/shared_links", {"path": "/Shared", "expires_in": -1})["url"]
+    odd = ctl("POST", "/_control/shared_links", {"path": "/Shared", "unsupported": True})["url"]
+    for call, check in [
+        (lambda: d.sharing_get_shared_link_metadata(folder, link_password="wrong"),
+         lambda e: e.is_shared_link_access_denied()),
+        (lambda: d.sharing_get_shared_link_metadata(folder),
+         lambda e: e.is_shared_link_access_denied()),
+        (lambda: d.sharing_get_shared_link_metadata(expired), lambda e: e.is_shared_link_not_found()),
+        (lambda: d.sharing_get_shared_link_metadata(odd), lambda e: e.is_unsupported_link_type()),
+        (lambda: d.sharing_get_shared_link_file(folder, link_password="pw"),
+         lambda e: e.is_shared_link_is_directory()),
+        (lambda: d.files_list_folder("/nope", shared_link=link),
+         lambda e: e.is_path() and e.get_path().is_not_found()),
+    ]:
+        try:
+            call()
+        except ApiError as e:
+            assert check(e.error), e.error
+        else:
+            raise AssertionError("expected ApiError")
+
+
 def scenario_access_levels():
     """sharing_info's traverse_only and no_access decode as the SDK's FolderSharingInfo; a
     no_access folder's listing and a blocked file's download are LookupError restricted_content."""

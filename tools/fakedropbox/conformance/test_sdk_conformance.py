@@ -48,7 +48,8 @@ def fake(certdir):
 
 @pytest.mark.parametrize("scenario", ["continue_after_mutations", "get_metadata", "ranged_download",
                                       "longpoll", "account", "errors", "oauth_refresh",
-                                      "thumbnails", "access_levels"])
+                                      "thumbnails", "shared_links",
+                                      "access_levels"])
 def test_sdk_on_empty_account(fake, scenario):
     run(fake, scenario)
 

@@ -257,6 +257,19 @@ class FakeDropbox:
     def tree(self, hashes=True):
         return self._call("GET", "/_control/tree" + ("" if hashes else "?hashes=0"))["entries"]
 
+    def share(self, path, password=None, expires_in=None, unsupported=False):
+        """A shared link to `path` (links.py) -> {"url", ...}."""
+        obj = {"path": path, "unsupported": unsupported}
+        if password is not None:
+            obj["password"] = password
+        if expires_in is not None:
+            obj["expires_in"] = expires_in
+        return self._call("POST", "/_control/shared_links", obj)
+
+    def update_link(self, url, **fields):
+        """A link's new `password` or `expires_in` (seconds from now; None: never)."""
+        return self._call("POST", "/_control/shared_links/update", dict(fields, url=url))
+
     def add_fault(self, route, kind, **params):
         rule = {"route": route, "kind": kind}
         rule.update(params)

@@ -12,6 +12,7 @@ import json
 import urllib.parse
 
 from .adversarial import ModeError, modes_text, parse_modes
+from . import links
 from .content import Source
 from .faults import FaultError
 from .httpio import Reply, json_reply, text_reply
@@ -244,6 +245,12 @@ def handle(st, method, path, query_string, raw):
             with tree.lock:
                 tree.reset_cursors()
                 return json_reply({"epoch": tree.epoch})
+        if method == "POST" and name in ("shared_links", "shared_links/update"):
+            try:
+                make = links.create if name == "shared_links" else links.change
+                return json_reply(make(st, _body(raw)))
+            except links.LinkError as e:
+                raise ControlError(e.status, e.msg)
         if method == "GET" and name == "content":
             return content(st, q)
         if method == "GET" and name == "tree":

@@ -15,7 +15,7 @@ import random
 import re
 import time
 
-from . import adversarial, thumbs
+from . import adversarial, links, thumbs
 from .content import Source, content_hash_bytes
 from .cursors import BadCursor, Cursor
 from .httpio import (JSON_CT, Reply, entry_json, error_reply, header_json, json_reply,
@@ -86,8 +86,6 @@ def _list_args(arg):
     limit = _field(arg, "limit", int)
     if limit is not None and not 1 <= limit <= 2000:
         raise ArgError("limit: %d is not within range [1, 2000]" % limit)
-    if arg.get("shared_link") is not None:
-        raise ArgError("shared_link: not supported by fakedropbox")
     return path, recursive, include_deleted, nondl, limit or DEFAULT_LIMIT
 
 
@@ -285,6 +283,8 @@ _entry_json = entry_json
 
 def list_folder(st, req, arg):
     path, recursive, include_deleted, nondl, limit = _list_args(arg)
+    if arg.get("shared_link") is not None:
+        return links.list_folder(st, req, arg, path, recursive, limit)
     tree = st.tree
     view = req.view
     with tree.lock:
@@ -314,12 +314,16 @@ def _decode_cursor(arg, route):
 
 
 def list_folder_continue(st, req, arg):
+    if links.is_cursor(arg.get("cursor")):
+        return links.list_folder_continue(st, req, arg["cursor"])
     cur = _decode_cursor(arg, req.route)
     return _reply(st, req.route, cur, _page(st, cur))
 
 
 def get_latest_cursor(st, req, arg):
     path, recursive, include_deleted, nondl, limit = _list_args(arg)
+    if arg.get("shared_link") is not None:
+        raise ArgError("shared_link: the fake has no cursor of a link's changes")
     tree = st.tree
     view = req.view
     with tree.lock:

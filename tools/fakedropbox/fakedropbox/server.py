@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.parse
 
-from . import control, routes_files, routes_users
+from . import control, links, routes_files, routes_users
 from .httpio import (Reply, auth_error, bad_request, error_reply, json_reply,
                      rate_limited_json, rate_limited_text, text_reply)
 from .routes_files import ArgError
@@ -29,6 +29,7 @@ from .team import HOME_PATH
 
 ROUTES = dict(routes_files.ROUTES)
 ROUTES.update(routes_users.ROUTES)
+ROUTES.update(links.ROUTES)
 VOID_ROUTES = {"users/get_current_account", "users/get_space_usage", "auth/token/revoke"}
 RPC_CTS = ("application/json", "application/json; charset=utf-8",
            "text/plain; charset=dropbox-cors-hack")

@@ -14,6 +14,7 @@ import time
 from .accounts import Account
 from .adversarial import Adversary, parse_modes
 from .faults import FaultSet
+from .links import LinkTable
 from .oauth import TokenStore
 from .paging import Paging, parse_cost, parse_max_page, parse_tiny
 
@@ -53,6 +54,7 @@ class State:
         # get_thumbnail_batch: entries answered success / failure, image bytes (before base64)
         self.thumbnails = collections.Counter()
         self.log = collections.deque(maxlen=1000)
+        self.links = LinkTable()          # shared links of every account (links.py)
 
     # ---- the account of this request thread (accounts.py) ------------------------------------
     @property

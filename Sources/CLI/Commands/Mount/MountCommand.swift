@@ -77,21 +77,30 @@ enum MountCommand {
         let homeClient = DropboxHTTPClient(
             endpoints: configuration.endpoints, tokens: credentials.tokens, transport: Shared.transport,
             pacer: pacer, configuration: configuration.http)
+        var linkMount: SharedLinkMount?
+        if let url = configuration.sharedLinkURL {
+            linkMount = try SharedLinkMount.resolve(url: url, passwordFile: configuration.linkPasswordFile)
+        }
         let target = try MountTarget.resolve(
             configuration, client: homeClient, accountID: credentials.accountID, tokenTag: credentials.tokenTag)
         mounted.set(target.identity.accountID)
         let client = homeClient.with(pathRoot: target.identity.pathRoot)
-        // A stored tree is caught up from its cursor, a request that needs the same permission as
-        // this check; without one, check before mounting.
-        if !target.offline && !(configuration.persist && StoredTrees.hasTree(configuration, identity: target.identity)) {
+        // A shared link is not in the account: the link itself is asked for, each refusal named.
+        var linkSource: SharedLinkSource?
+        if let linkMount {
+            linkSource = try linkMount.open(homeClient, endpoints: configuration.endpoints)
+        } else if !target.offline && !(configuration.persist && StoredTrees.hasTree(configuration, identity: target.identity)) {
+            // A stored tree is caught up from its cursor, a request that needs the same permission as
+            // this check; without one, check before mounting.
             try AccountCheck.verifyListing(client, endpoints: configuration.endpoints)
         }
+        let what = linkSource.map { SharedLinkMount.describe($0) } ?? "\(Log.escaped(target.email))'s Dropbox"
 
         if background {
             try Daemon.spawnAndWait(arguments: arguments, logFile: try configuration.logFilePath())
             let offline = target.offline ? " offline, from the stored tree (Dropbox cannot be reached)" : ""
             printOut(
-                "dropboxfs: mounted \(Log.escaped(target.email))'s Dropbox\(configuration.profile.suffix) on \(mountpoint)\(offline) "
+                "dropboxfs: mounted \(what)\(configuration.profile.suffix) on \(mountpoint)\(offline) "
                     + "(unmount: fusermount3 -u \(mountpoint))")
             return .success
         }
@@ -134,7 +143,7 @@ enum MountCommand {
                 tokenTag: credentials.tokenTag, opened: laterStores, mounted: mounted)
         }
         let core = Filesystem(
-            client: client, options: options, restoring: stored,
+            client: linkSource ?? client, options: options, restoring: stored,
             connectivity: Connectivity(offline: target.offline, signIn: SignInHealth(advice: credentials.advice)))
         // The core owns the tree now: holding a second reference would copy every part of it the
         // sync engine changes (copy on write), up to twice the memory.
@@ -183,8 +192,9 @@ enum MountCommand {
         _ = chdir("/")
         do {
             try session.run {
-                Log.info("mounted \(target.email)'s Dropbox\(configuration.profile.suffix) on \(mountpoint)\(target.offline ? " offline" : "")")
+                Log.info("mounted \(what)\(configuration.profile.suffix) on \(mountpoint)\(target.offline ? " offline" : "")")
                 if let line = target.teamLine { Log.info(line) }
+                if let expires = linkSource?.root.expires { Log.info("the shared link expires at \(expires)") }
                 guardHandle = MountGuard.start(mountpoint: mountpoint)
                 if !syncing { core.startSync() }
                 Daemon.reportReady()
@@ -238,6 +248,10 @@ struct MountConfiguration {
     var watch: Bool
     /// In a team space, show only the member's own folder.
     var homeOnly: Bool
+    /// --shared-link: mount this link instead of the account (SharedLinkMount.swift), with the
+    /// password in --link-password-file.
+    var sharedLinkURL: String?
+    var linkPasswordFile: String?
     var logFile: String?
     var mountOptions: [String]
     /// File reads: buffer memory cap and the disk content cache.
@@ -291,6 +305,22 @@ struct MountConfiguration {
         ).approved()
         prefetch = !parsed.has("no-prefetch")
         watch = !parsed.has("no-watch")
+        if let url = parsed.value("shared-link") {
+            sharedLinkURL = try SharedLinkMount.checkedURL(url)
+            guard parsed.positionals.first != nil else {
+                throw UsageError(description: "--shared-link needs a MOUNTPOINT")
+            }
+            // A link has no recursive listing and no change feed: folders are listed as opened and
+            // again once older than --dir-cache-time.
+            prefetch = false
+            watch = false
+        }
+        if let file = parsed.value("link-password-file") {
+            guard !file.isEmpty else { throw UsageError(description: "--link-password-file needs a file") }
+            // Without a link it has nothing to open (an fstab line may keep it): said, not refused.
+            if sharedLinkURL == nil { Log.warning("--link-password-file is for --shared-link: ignored") }
+            linkPasswordFile = Environment.absolute(file)
+        }
         homeOnly = parsed.has("home-only")
         // With the watcher, changes invalidate the kernel's caches, so they can be kept long.
         attrTimeout = try Self.seconds(parsed.value("attr-timeout"), name: "--attr-timeout", default: watch ? 3600 : 60)
