@@ -77,7 +77,7 @@ enum Operations {
     /// Opening for writing (or with O_TRUNC) answers EROFS.
     static func open(_ request: FUSERequest, info: FileInfo) {
         guard !info.wantsWriting else { return request.answer(.now(.failure(.readOnly))) }
-        request.answer(request.core.open(request.inode).map { .open(info.opened($0)) })
+        request.answer(request.core.open(request.inode, caller: request.caller).map { .open(info.opened($0)) })
     }
 
     static func read(_ request: FUSERequest, size: Int, offset: Int, handle: UInt64) {

@@ -199,6 +199,10 @@ enum Options {
                 mountOption: true),
             OptionSpec(name: "no-disk-cache", help: "keep downloaded file contents in memory only", mountOption: true),
             OptionSpec(
+                name: "no-read-ahead",
+                help: "do not fetch a folder's next small files while a program reads its files one after another",
+                mountOption: true),
+            OptionSpec(
                 name: "no-thumbnails",
                 help: "do not write Dropbox's thumbnails for file managers (by default, when a file manager such as "
                     + "PCManFM, Thunar or Nautilus shows a folder, the thumbnails of its images go to "

@@ -1,6 +1,12 @@
 // The one gate every request of a client passes through: it caps the requests in flight, holds
 // every caller while Dropbox's rate limit (429 retry_after) runs, and retries 5xx replies and
 // transient network failures with backoff. Decisions come from PacerDecision; time from a Sleeper.
+//
+// Two lanes, each with its own cap: the main one (every request), and one for the reader's
+// read-ahead of small files (a task that sets `Pacer.lane` to `.readAhead`, and the tasks it
+// starts): a walk over many small files needs many short requests at once to hide the latency,
+// and a program's own reads, listings and big files' parts must never queue behind them. Rate-limit
+// pauses hold both lanes.
 
 import Log
 import Synchronization
@@ -9,17 +15,26 @@ import Synchronization
     import Glibc
 #endif
 
+/// Which cap a request counts against (see the file comment).
+public enum PacerLane: Int, Sendable {
+    case main = 0
+    case readAhead = 1
+}
+
 public final class Pacer: Sendable {
+    /// The lane of requests started by the current task (inherited by the tasks it starts).
+    @TaskLocal public static var lane: PacerLane = .main
+
     private struct Waiter {
         var id: UInt64
         var continuation: CheckedContinuation<Bool, Never>
     }
 
     private struct State {
-        /// Requests holding a slot.
-        var inFlight = 0
-        /// Callers waiting for a slot, in arrival order; resumed with true when given one.
-        var waiters: [Waiter] = []
+        /// Requests holding a slot, per lane (PacerLane.rawValue).
+        var inFlight = [0, 0]
+        /// Callers waiting for a slot, in arrival order, per lane; resumed with true when given one.
+        var waiters: [[Waiter]] = [[], []]
         var nextWaiterId: UInt64 = 0
         /// No request starts before this instant (set by 429 replies).
         var pausedUntil: ContinuousClock.Instant?
@@ -47,15 +62,16 @@ public final class Pacer: Sendable {
         _ label: String, limited: Bool = true, _ operation: () async throws(DropboxError) -> T
     ) async throws(DropboxError) -> T {
         var attempts = PacerDecision.Attempts()
+        let lane = Self.lane
         while true {
-            try await waitForTurn(limited: limited)
+            try await waitForTurn(limited: limited, lane: lane)
             let outcome: Result<T, DropboxError>
             do {
                 outcome = .success(try await operation())
             } catch {
                 outcome = .failure(error)
             }
-            if limited { releaseSlot() }
+            if limited { releaseSlot(lane) }
             let error: DropboxError
             switch outcome {
             case .success(let value): return value
@@ -85,7 +101,7 @@ public final class Pacer: Sendable {
     }
 
     /// The number of requests holding a slot now (for tests and status output).
-    public var requestsInFlight: Int { state.withLock { $0.inFlight } }
+    public var requestsInFlight: Int { state.withLock { $0.inFlight.reduce(0, +) } }
 
     /// True while a rate-limit pause holds new requests.
     public var isPaused: Bool {
@@ -107,14 +123,14 @@ public final class Pacer: Sendable {
 
     // MARK: slots and pauses
 
-    private func waitForTurn(limited: Bool) async throws(DropboxError) {
+    private func waitForTurn(limited: Bool, lane: PacerLane) async throws(DropboxError) {
         while true {
             try await waitWhilePaused()
             guard limited else { return }
-            try await acquireSlot()
+            try await acquireSlot(lane)
             // A 429 may have arrived while this caller queued for its slot.
             if pauseRemaining() == nil { return }
-            releaseSlot()
+            releaseSlot(lane)
         }
     }
 
@@ -132,8 +148,9 @@ public final class Pacer: Sendable {
         }
     }
 
-    private func acquireSlot() async throws(DropboxError) {
-        let limit = policy.maxConcurrentRequests
+    private func acquireSlot(_ lane: PacerLane) async throws(DropboxError) {
+        let limit = lane == .main ? policy.maxConcurrentRequests : policy.maxReadAheadRequests
+        let l = lane.rawValue
         let id = state.withLock { s in
             s.nextWaiterId += 1
             return s.nextWaiterId
@@ -142,33 +159,34 @@ public final class Pacer: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let immediate = state.withLock { s -> Bool? in
                     if Task.isCancelled { return false }
-                    if s.inFlight < limit {
-                        s.inFlight += 1
+                    if s.inFlight[l] < limit {
+                        s.inFlight[l] += 1
                         return true
                     }
-                    s.waiters.append(Waiter(id: id, continuation: continuation))
+                    s.waiters[l].append(Waiter(id: id, continuation: continuation))
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
             let waiter = state.withLock { s -> Waiter? in
-                guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return s.waiters.remove(at: index)
+                guard let index = s.waiters[l].firstIndex(where: { $0.id == id }) else { return nil }
+                return s.waiters[l].remove(at: index)
             }
             waiter?.continuation.resume(returning: false)
         }
         if !granted { throw .cancelled }
     }
 
-    /// Gives the slot to the longest waiter, or frees it.
-    private func releaseSlot() {
+    /// Gives the slot to the longest waiter of its lane, or frees it.
+    private func releaseSlot(_ lane: PacerLane) {
+        let l = lane.rawValue
         let next = state.withLock { s -> Waiter? in
-            if s.waiters.isEmpty {
-                s.inFlight -= 1
+            if s.waiters[l].isEmpty {
+                s.inFlight[l] -= 1
                 return nil
             }
-            return s.waiters.removeFirst()
+            return s.waiters[l].removeFirst()
         }
         next?.continuation.resume(returning: true)
     }

@@ -14,7 +14,7 @@ public final class CurlTransport: HTTPTransport {
         /// A PEM file of CA certificates to trust instead of the system store (tests with TLS).
         public var caBundlePath: String?
 
-        public init(maxBodyBytes: Int = 256 << 20, maxCachedConnections: Int = 16, caBundlePath: String? = nil) {
+        public init(maxBodyBytes: Int = 256 << 20, maxCachedConnections: Int = 48, caBundlePath: String? = nil) {
             self.maxBodyBytes = maxBodyBytes
             self.maxCachedConnections = maxCachedConnections
             self.caBundlePath = caBundlePath

@@ -64,6 +64,15 @@ extension Filesystem {
         return walkers.lookedUpFile(pid: caller.pid, in: folder)
     }
 
+    /// Tells the read-ahead across files of an open (FolderReadAhead.swift): not of anonymous
+    /// callers, nor of file managers, thumbnailers and content sniffers, whose reads are ranged.
+    func noteOpenForReadAhead(_ inode: UInt64, caller: Caller) {
+        guard let readAhead, caller.pid > 0, let index = try? Self.index(inode),
+            let folder = tree.parentFolder(of: index), !readsRanges(caller)
+        else { return }
+        readAhead.opened(file: index, in: folder, by: caller.pid)
+    }
+
     /// For the root's status attribute: the listing pieces served lean, and the files looked up.
     public var callerStatusFields: String { walkers.statusFields }
 }

@@ -10,9 +10,12 @@ import DropboxAPI
 extension Filesystem {
     /// Opens a file for reading, pinned to its current revision: now, unless the open needs the
     /// disk (its disk cache entry is opened first, on the disk queue; an interrupt stops the wait)
-    /// or the file is an export-only document (`openExport`).
-    public func open(_ inode: UInt64) -> Answer<OpenedFile> {
+    /// or the file is an export-only document (`openExport`). An open by a program that is not a
+    /// file manager, thumbnailer or content sniffer may read the folder's next files ahead
+    /// (FolderReadAhead.swift).
+    public func open(_ inode: UInt64, caller: Caller = .anonymous) -> Answer<OpenedFile> {
         if HistoryViews.owns(inode) { return openHistoryFile(inode) }
+        noteOpenForReadAhead(inode, caller: caller)
         let later = Answer<OpenedFile>.later { [self] () async throws(FilesystemError) -> OpenedFile in
             do throws(FilesystemError) {
                 let file = try pinnedFile(inode)

@@ -52,6 +52,8 @@ public final class Filesystem: Sendable {
     let fileManagers: FileManagers
     /// Which callers' listings carry files lean (Filesystem+Callers.swift).
     let walkers: Walkers
+    /// Read-ahead across files (FolderReadAhead.swift); nil when off.
+    let readAhead: FolderReadAhead?
     /// The last users/get_space_usage answer, for statfs (Filesystem+Statfs.swift).
     let spaceUsage = Mutex<(value: SpaceUsage, at: Double)?>(nil)
     /// A background refresh of `spaceUsage` is under way (one at a time).
@@ -93,6 +95,9 @@ public final class Filesystem: Sendable {
         self.thumbnails = options.thumbnails.map { ThumbnailWriter(options: $0, client: gate) }
         self.fileManagers = FileManagers(processName: options.processName)
         self.walkers = Walkers(after: options.leanWalkAfter, now: options.monotonicNow)
+        self.readAhead = options.readAhead.map {
+            FolderReadAhead(options: $0, reader: reader, tree: tree, now: options.monotonicNow)
+        }
     }
 
     /// Converts a kernel inode number to a tree index, rejecting numbers the tree never gave out.
@@ -142,6 +147,7 @@ public final class Filesystem: Sendable {
         var disk = ""
         if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes)" }
         if let thumbnails { disk += " thumbnail_bytes=\(thumbnails.bytesKept)" }
+        if let readAhead { disk += " " + readAhead.statusFields }
         let more = (offline.statusFields() + options.statusFields()).map { " " + $0 }.joined()
         return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
             + disk + more

@@ -61,6 +61,8 @@ public struct FilesystemOptions: Sendable {
     /// Folders a thread reads with full listings before its files go lean (Walkers.swift); 0
     /// keeps every listing full.
     public var leanWalkAfter: Int = 0
+    /// Read-ahead across files (Reader/FolderReadAheadPolicy.swift); nil: off.
+    public var readAhead: FolderReadAheadOptions? = nil
     /// Leave folders the user may not enter (`no_access`) out of listings instead of showing them
     /// with mode 000 (docs/SEMANTICS.md, "Access levels").
     public var hideNoAccess = false

@@ -92,7 +92,9 @@ final class FileReader: Sendable {
     }
 
     /// Registers a handle on `file`; `disk` is used only when no other handle holds the content.
-    private func install(_ file: PinnedFile, disk: DiskEntry) -> OpenedFile {
+    /// `forKernel: false` (a read-ahead's handle, FileReader+ReadAhead.swift) leaves the notes on
+    /// the kernel's page cache alone: the kernel never sees that handle.
+    func install(_ file: PinnedFile, disk: DiskEntry, forKernel: Bool = true) -> OpenedFile {
         let key = file.key
         return withState { s in
             if s.contents[key] == nil {
@@ -100,7 +102,7 @@ final class FileReader: Sendable {
             }
             s.contents[key]?.handles += 1
             s.contents[key]?.inodes.insert(file.inode)
-            let policy = s.pageCachePolicy(for: file, wholeFileLimit: options.wholeFileLimit)
+            let policy = forKernel ? s.pageCachePolicy(for: file, wholeFileLimit: options.wholeFileLimit) : .bypass
             let handle = s.handles.add(ReadHandle(file: file, stream: ReadStream(window: options.initialWindow)))
             return OpenedFile(handle: handle, pageCache: policy)
         }

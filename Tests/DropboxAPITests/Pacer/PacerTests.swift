@@ -142,6 +142,46 @@ import Testing
         #expect(pacer.requestsInFlight == 0)
     }
 
+    /// A flag set once, read by many tasks.
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        var isSet: Bool { value.withLock { $0 } }
+        func set() { value.withLock { $0 = true } }
+    }
+
+    @Test func theReadAheadLaneHasACapOfItsOwn() async throws {
+        var policy = RetryPolicy(maxConcurrentRequests: 1)
+        policy.maxReadAheadRequests = 3
+        let pacer = Pacer(policy: policy)
+        let ahead = Occupancy()
+        let released = Flag()
+        // Six read-ahead requests: three run, three wait, however long the first ones take.
+        let readAhead = Task {
+            try await Pacer.$lane.withValue(.readAhead) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<6 {
+                        group.addTask {
+                            try await pacer.run("ahead") { () throws(DropboxError) in
+                                ahead.enter()
+                                while !released.isSet { try? await Task.sleep(for: .milliseconds(1)) }
+                                ahead.leave()
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+        while pacer.requestsInFlight < 3 { await Task.yield() }
+        // The main lane is not held by them: a program's request runs at once.
+        try await pacer.run("main") { () throws(DropboxError) in }
+        #expect(ahead.peak == 3)
+        released.set()
+        try await readAhead.value
+        #expect(ahead.peak == 3)
+        #expect(pacer.requestsInFlight == 0)
+    }
+
     @Test func cancelledWaiterLeavesTheQueue() async throws {
         let pacer = Pacer(policy: RetryPolicy(maxConcurrentRequests: 1))
         let release = AsyncStream<Void>.makeStream()

@@ -131,6 +131,7 @@ enum MountCommand {
         options.statusFields = DaemonStatus.fields(
             logFile: Daemon.isChild ? try configuration.logFilePath() : configuration.logFile, pacer: pacer)
         options.leanWalkAfter = configuration.leanWalkAfter
+        options.readAhead = configuration.readAhead ? FolderReadAheadOptions() : nil
         options.hideNoAccess = configuration.hideNoAccess
         // A tree served offline is tied to the credentials by what they say of themselves (an
         // account id, a token's tag): once Dropbox answers, it names the account before the tree
@@ -236,6 +237,8 @@ struct MountConfiguration {
     var spinMicroseconds: Int
     /// Folders a thread reads before files go lean in its listings (DropboxFS's Walkers); 0 never.
     var leanWalkAfter: Int
+    /// Read-ahead across files (--no-read-ahead turns it off).
+    var readAhead: Bool
     /// Team folders the user may not enter are left out instead of shown with mode 000.
     var hideNoAccess: Bool
     /// Recursive listings in flight during the whole-account fill (1: one chain of pages).
@@ -326,6 +329,7 @@ struct MountConfiguration {
         // Asking for threads asks for the loop that has them.
         spinMicroseconds = try Self.number(
             parsed.value("spin-us"), name: "--spin-us", in: 0...100_000, default: parsed.value("threads") == nil ? 200 : 0)
+        readAhead = !parsed.has("no-read-ahead")
         leanWalkAfter = try Self.number(parsed.value("lean-walk-after"), name: "--lean-walk-after", in: 0...1_000_000, default: 32)
         hideNoAccess = parsed.has("hide-no-access")
         fillParallel = try Self.number(

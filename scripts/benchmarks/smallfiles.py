@@ -1,0 +1,174 @@
+"""Small-files benchmark (scripts/bench-small-files; figures in docs/PERFORMANCE.md): programs that
+read many small files one after another, cold, on the release binary mounted on the fake Dropbox
+server at --latency-ms (default 30) per request, with read-ahead across files (the default) and
+with --no-read-ahead, beside the same command on a tmpfs copy of the same files, in one run.
+
+The tree: --files files (default 2,000) of --mean-kib KiB on average (sizes spread evenly from a
+fifth of it to 1.8 times it, seeded) in --folders folders (default 40). For each command (cold
+`grep -r`, `tar c` into a pipe, `cp -r` to tmpfs) and each mode, a fresh mount with a cache
+folder of its own, once its background listing is done: the command's seconds, the downloads the
+fake served, the daemon's peak RSS (VmHWM) and its CPU seconds since it started (the listing
+included). `cp -r`'s copy is compared with the tmpfs copy
+(`diff -r`) so wrong bytes cannot pass unnoticed. Targets: at most 3 s per command with
+read-ahead. Each of --runs runs (default 1) is reported on its own; --no-off skips the runs
+without read-ahead (each takes about a minute per command at 30 ms).
+
+Usage: scripts/bench-small-files [--files N] [--folders N] [--mean-kib K] [--latency-ms MS]
+                                 [--runs N] [--no-off] [--bin PATH]
+The binary defaults to .build-rel/release/dropboxfs (`swift build -c release --scratch-path
+.build-rel`), or DROPBOXFS_BIN.
+"""
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .harness import (DEFAULT_BIN, RES, FakeDropbox, Mount, install_signal_handlers, log, machine_info,
+                      machine_line, print_table, ratio_str, run_cleaning_up, run_timed)
+
+TARGET_S = 3.0
+COMMANDS = ("grep -r", "tar c", "cp -r")
+
+
+def build_tree(fake, files, folders, mean_kib, seed=7):
+    """Adds the files to the fake; returns {path: size}."""
+    rng = random.Random(seed)
+    mean = mean_kib * 1024
+    sizes = {}
+    for i in range(files):
+        path = "/small/d%02d/f%04d.txt" % (i % folders, i)
+        size = rng.randint(mean // 5, mean * 9 // 5)
+        fake.add_file(path, size=size, seed=i + 1)
+        sizes[path] = size
+    return sizes
+
+
+def tmpfs_copy(fake, sizes):
+    base = tempfile.mkdtemp(prefix="bench-small-", dir="/dev/shm")
+    RES.add("tmpfs copy " + base, lambda: shutil.rmtree(base, ignore_errors=True))
+    for path in sizes:
+        local = base + path
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        with open(local, "wb") as f:
+            f.write(fake.content(path))
+    return base + "/small"
+
+
+def run_command(name, root, scratch):
+    """Seconds `name` took over `root`; `cp -r` copies into `scratch` (returned for checking)."""
+    if name == "grep -r":
+        # A pattern that never matches, so grep reads every byte of every file (it exits 1 then).
+        dt, _, _ = run_timed(["sh", "-c", 'grep -r -c -- "$1" "$2"; test $? -le 1', "sh",
+                              "no such text in these files", root], stdout=subprocess.PIPE)
+        return dt, None
+    if name == "tar c":
+        dt, _, _ = run_timed(["tar", "-c", "-f", "-", "-C", root, "."], stdout=subprocess.PIPE, text=False)
+        return dt, None
+    target = os.path.join(scratch, "copy")
+    dt, _, _ = run_timed(["cp", "-r", root, target])
+    return dt, target
+
+
+def measure(binary, fake, tmp_root, workdir, latency_ms, modes):
+    """One cold run: {command: {"tmpfs": s, mode: (s, downloads, rss MiB)}}."""
+    out = {}
+    scratch = tempfile.mkdtemp(prefix="bench-small-scratch-", dir="/dev/shm")
+    RES.add("scratch " + scratch, lambda: shutil.rmtree(scratch, ignore_errors=True))
+    for command in COMMANDS:
+        row = out.setdefault(command, {})
+        run_command(command, tmp_root, scratch)  # warm the tmpfs copy's page cache
+        shutil.rmtree(os.path.join(scratch, "copy"), ignore_errors=True)
+        row["tmpfs"] = run_command(command, tmp_root, scratch)[0]
+        shutil.rmtree(os.path.join(scratch, "copy"), ignore_errors=True)
+        for mode, extra in modes:
+            fake.config(latency_ms=0)
+            m = Mount(binary, fake, workdir, "%s-%s" % (command, mode), extra=extra)
+            if not m.wait_filled(120):
+                sys.exit("the mount's background listing did not finish:\n" + m.log_tail())
+            fake.config(latency_ms=latency_ms)
+            fake.reset_stats()
+            dt, copied = run_command(command, m.mnt + "/small", scratch)
+            downloads = fake.stats()["routes"].get("files/download", 0)
+            rss = m.vm_hwm_kib() / 1024
+            cpu = m.cpu_seconds()
+            status = m.status_fields()
+            m.release()
+            if copied:
+                d = subprocess.run(["diff", "-r", "-q", tmp_root, copied], capture_output=True)
+                if d.returncode != 0:
+                    sys.exit("cp -r through the mount gave other bytes than the tmpfs copy:\n"
+                             + d.stdout.decode(errors="replace")[-2000:])
+                shutil.rmtree(copied)
+            row[mode] = (dt, downloads, rss)
+            log("    %-8s %-14s %7.2f s  %5d downloads  peak RSS %5.1f MiB  daemon CPU %5.2f s  %s"
+                % (command, mode, dt, downloads, rss, cpu,
+                   " ".join("%s=%s" % (k, v) for k, v in status.items() if k.startswith("read_ahead"))))
+    fake.config(latency_ms=0)
+    return out
+
+
+def report(result, modes):
+    headers = ["command", "tmpfs"]
+    for mode, _ in modes:
+        headers += [mode, "x tmpfs", "downloads", "peak RSS"]
+    if len(modes) == 2:
+        headers += ["off / on"]
+    headers += ["target (<= %.0f s)" % TARGET_S]
+    rows = []
+    for command in COMMANDS:
+        r = result[command]
+        row = [command, "%.3f s" % r["tmpfs"]]
+        for mode, _ in modes:
+            dt, downloads, rss = r[mode]
+            row += ["%.2f s" % dt, ratio_str(dt, r["tmpfs"]), str(downloads), "%.0f MiB" % rss]
+        if len(modes) == 2:
+            row.append(ratio_str(r[modes[1][0]][0], r[modes[0][0]][0]))
+        row.append("met" if r[modes[0][0]][0] <= TARGET_S else "NOT met")
+        rows.append(row)
+    print_table(rows, headers)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--folders", type=int, default=40)
+    parser.add_argument("--mean-kib", type=int, default=10)
+    parser.add_argument("--latency-ms", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--no-off", action="store_true", help="skip the runs with --no-read-ahead")
+    parser.add_argument("--bin", default=os.environ.get("DROPBOXFS_BIN", str(DEFAULT_BIN)))
+    args = parser.parse_args()
+    if not os.path.exists(args.bin):
+        sys.exit("no binary at %s: build it with `swift build -c release --scratch-path .build-rel`" % args.bin)
+    install_signal_handlers()
+    modes = [("read-ahead", ())]
+    if not args.no_off:
+        modes.append(("no read-ahead", ("--no-read-ahead",)))
+
+    def body():
+        info = machine_info()
+        workdir = tempfile.mkdtemp(prefix="bench-small-")
+        RES.add("workdir " + workdir, lambda: shutil.rmtree(workdir, ignore_errors=True))
+        fake = FakeDropbox.start("--quiet", timeout=120)
+        RES.add("fake server", fake.stop)
+        t0 = time.monotonic()
+        sizes = build_tree(fake, args.files, args.folders, args.mean_kib)
+        fake.tree()  # computes the content hashes once, as a long-running server has them
+        tmp_root = tmpfs_copy(fake, sizes)
+        log("%d files, %.1f MB in %d folders (mean %.1f KB), tmpfs copy made in %.1f s; %d ms per request"
+            % (len(sizes), sum(sizes.values()) / 1e6, args.folders, sum(sizes.values()) / len(sizes) / 1e3,
+               time.monotonic() - t0, args.latency_ms))
+        for run in range(1, args.runs + 1):
+            log("\nrun %d of %d (cold: a fresh mount and cache folder per command and mode)" % (run, args.runs))
+            result = measure(args.bin, fake, tmp_root, workdir, args.latency_ms, modes)
+            log("")
+            report(result, modes)
+        log("")
+        log(machine_line(info))
+
+    return run_cleaning_up("bench-small-files", body)
