@@ -307,12 +307,16 @@ LIST_ROUTES = ("files/list_folder", "files/list_folder/continue")
 
 def poll_assert(check, timeout=5.0, interval=0.05, what="the expected state"):
     """Calls check() (which asserts) until it passes; returns its value and the seconds it took.
-    After `timeout` seconds the last AssertionError is raised, prefixed with what was awaited."""
+    After `timeout` seconds the last AssertionError is raised, prefixed with what was awaited. A
+    check that returns False instead of asserting has not passed either (a bare predicate passed
+    here by mistake must not pass at once)."""
     start = time.monotonic()
     deadline = start + timeout
     while True:
         try:
-            return check(), time.monotonic() - start
+            value = check()
+            assert value is not False, "the check returned False"
+            return value, time.monotonic() - start
         except AssertionError as e:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what} not seen within {timeout} s: {e}") from None

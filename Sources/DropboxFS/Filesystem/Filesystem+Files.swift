@@ -16,11 +16,12 @@ extension Filesystem {
     public func open(_ inode: UInt64, caller: Caller = .anonymous) -> Answer<OpenedFile> {
         if HistoryViews.owns(inode) { return openHistoryFile(inode) }
         noteOpenForReadAhead(inode, caller: caller)
+        let ranged = readsRanges(caller)
         let later = Answer<OpenedFile>.later { [self] () async throws(FilesystemError) -> OpenedFile in
             do throws(FilesystemError) {
                 let file = try pinnedFile(inode)
                 try reader.refuseRestricted(file)
-                return try await reader.open(file)
+                return bypassingPageCache(try await reader.open(file), of: file, ranged: ranged)
             } catch .notDownloadable {
                 return try await openExport(inode)
             }
@@ -30,11 +31,23 @@ extension Filesystem {
                 let file = try pinnedFile(inode)
                 try reader.refuseRestricted(file)
                 guard let opened = reader.openNow(file) else { return later }
-                return .now(.success(opened))
+                return .now(.success(bypassingPageCache(opened, of: file, ranged: ranged)))
             } catch .notDownloadable {
                 return later
             }
         }
+    }
+
+    /// A thumbnailer's or content sniffer's handle on a small file reads around the kernel's page
+    /// cache: its ranges are served before the content_hash check (Reader/ReadPolicy.swift), and
+    /// the page cache is the inode's, so pages it filled could reach another program reading the
+    /// same file at the same time, which must get only checked bytes. A large file's bytes are
+    /// served before the check anyway (its pages are trusted only once checked).
+    private func bypassingPageCache(_ opened: OpenedFile, of file: PinnedFile, ranged: Bool) -> OpenedFile {
+        guard ranged, file.size <= options.reader.wholeFileLimit else { return opened }
+        var opened = opened
+        opened.pageCache = .bypass
+        return opened
     }
 
     /// The file's current revision; `.notDownloadable` for an export-only document.

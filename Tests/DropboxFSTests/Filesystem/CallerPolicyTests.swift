@@ -77,5 +77,25 @@ extension CoreTests {
             #expect(published.withLock { $0 }.isEmpty, "nothing listed lean, nothing to drop")
             #expect(fs.callerStatusFields == "lean_listings=0 file_lookups=1")
         }
+
+        /// A thumbnailer's handle on a small file bypasses the page cache (its ranges are served
+        /// before the content check, and the cache is shared with every reader of the inode);
+        /// any other program's handle, and a thumbnailer's on a large file, use it as usual.
+        @Test(arguments: [("gdk-pixbuf-thum", true), ("cat", false)])
+        func aSniffersHandleOnASmallFileBypassesThePageCache(process: String, bypasses: Bool) async throws {
+            let fake = InMemoryDropbox()
+            fake.addFile("/small.jpg", size: 5_000)
+            fake.addFile("/large.mkv", size: 64 << 20)
+            var settings = options()
+            settings.processName = { _ in process }
+            let fs = Filesystem(client: fake, options: settings)
+            let caller = Caller(pid: 4244, uid: getuid())
+            let small = try await fs.open(try await inode(fs, "/small.jpg"), caller: caller).value
+            #expect((small.pageCache == .bypass) == bypasses, "\(small.pageCache)")
+            let large = try await fs.open(try await inode(fs, "/large.mkv"), caller: caller).value
+            #expect(large.pageCache != .bypass)
+            fs.releaseFile(handle: small.handle)
+            fs.releaseFile(handle: large.handle)
+        }
     }
 }
