@@ -125,17 +125,8 @@ enum PinSpace {
         return nil
     }
 
-    /// "1.5 GiB", "12 B": as `dropboxfs status` writes sizes.
+    /// "1.5 GiB (1610612736 bytes)": a readable size with its exact count, for refusals.
     static func format(_ bytes: UInt64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        if unit == 0 { return "\(bytes) B" }
-        let tenths = Int((value * 10).rounded())
-        return "\(tenths / 10).\(tenths % 10) \(units[unit]) (\(bytes) bytes)"
+        bytes < 1024 ? ByteCount.readable(bytes) : "\(ByteCount.readable(bytes)) (\(bytes) bytes)"
     }
 }

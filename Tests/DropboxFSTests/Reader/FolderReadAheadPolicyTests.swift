@@ -115,7 +115,7 @@ private let options = FolderReadAheadOptions(smallFileLimit: 16 * K, filesAhead:
             note: "the last entry opened: nothing", sizes: Array(repeating: 1 * K, count: 5), position: 4,
             requestedUpTo: 5, positions: [], reached: 5),
         Window(
-            note: "folders and big files are skipped but count towards the files ahead",
+            note: "folders and big files are passed over but count towards the files ahead",
             sizes: [1 * K, nil, 1 * K, 100 * K, 1 * K, 1 * K, 1 * K], position: 0, requestedUpTo: 0,
             positions: [2, 4], reached: 5),
         Window(

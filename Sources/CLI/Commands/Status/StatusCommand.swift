@@ -5,6 +5,7 @@
 import CShim
 import Dispatch
 import DropboxAPI
+import DropboxFS
 import FUSEAdapter
 import Foundation
 import Log
@@ -153,16 +154,7 @@ enum StatusCommand {
         return "\(formatBytes(used)) used of \(formatBytes(limit)) (\(String(format: "%.1f", percent))%)"
     }
 
-    static func formatBytes(_ bytes: UInt64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
-    }
+    static func formatBytes(_ bytes: UInt64) -> String { ByteCount.readable(bytes) }
 
     /// This user's mount points of type fuse.dropboxfs (other users' mounts are theirs to ask).
     static func mountedDropboxfs() -> [String] { dropboxfsMounts().map(\.mountPoint) }
