@@ -70,6 +70,10 @@ def test_single_file_link_is_a_folder_holding_the_file(fake_factory, mount_facto
         assert f.read(5000) == data[1000:6000]
         f.seek(0)
         assert f.read() == data
+    # A link has no history to show: the hidden views are not there (not an EIO from a listing
+    # the link refuses).
+    for hidden in (".dropboxfs-versions", ".dropboxfs-deleted"):
+        assert not os.path.exists(os.path.join(m.path, hidden)), hidden
 
 
 def test_password_link_mounts_with_the_password(fake_factory, mount_factory, tmp_path):

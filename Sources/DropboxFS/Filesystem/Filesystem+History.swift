@@ -8,6 +8,7 @@ extension Filesystem {
     /// for a hidden name itself: `find`, `du`, `ls -a` never look one up, and one who does gets
     /// the view at once.
     func historyLookup(parent: UInt64, name: String) -> Answer<FileAttributes>? {
+        guard options.historyViews else { return nil }
         if HistoryViews.owns(parent) { return history.lookup(parent: parent, name: name) }
         guard HistoryNames.isHidden(name), let folder = try? Self.index(parent) else { return nil }
         switch tree.historyName(folder: folder, name: name) {

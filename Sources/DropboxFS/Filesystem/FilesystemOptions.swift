@@ -66,6 +66,9 @@ public struct FilesystemOptions: Sendable {
     /// Leave folders the user may not enter (`no_access`) out of listings instead of showing them
     /// with mode 000 (docs/SEMANTICS.md, "Access levels").
     public var hideNoAccess = false
+    /// The hidden history views in every folder (docs/SEMANTICS.md, "History"); off for a shared
+    /// link, which has no history to show.
+    public var historyViews = true
     /// The name of the process a thread belongs to, nil when it is gone (FileManagers.swift);
     /// injectable for tests.
     public var processName: @Sendable (Int32) -> String? = FileManagers.processName(of:)

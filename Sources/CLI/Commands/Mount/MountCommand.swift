@@ -133,6 +133,8 @@ enum MountCommand {
         options.leanWalkAfter = configuration.leanWalkAfter
         options.readAhead = configuration.readAhead ? FolderReadAheadOptions() : nil
         options.hideNoAccess = configuration.hideNoAccess
+        // A shared link offers no earlier versions nor deleted files: no history views.
+        options.historyViews = linkSource == nil
         // A tree served offline is tied to the credentials by what they say of themselves (an
         // account id, a token's tag): once Dropbox answers, it names the account before the tree
         // is caught up.
