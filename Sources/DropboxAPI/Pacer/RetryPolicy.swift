@@ -13,7 +13,7 @@ public struct RetryPolicy: Sendable, Equatable {
     /// Requests in flight at once through one pacer.
     public var maxConcurrentRequests: Int
     /// Read-ahead requests of small files in flight at once, besides those (Pacer's lanes).
-    public var maxReadAheadRequests: Int = 32
+    public var maxReadAheadRequests: Int = 48
     /// The longest pause one 429 may cause, whatever its `retry_after` says (at most
     /// ServerLimits.maxRetryAfter; shorter for tests).
     public var maxRateLimitPause: Duration

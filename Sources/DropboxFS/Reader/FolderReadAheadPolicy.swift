@@ -35,7 +35,7 @@ public struct FolderReadAheadOptions: Sendable, Equatable {
     public var memory: Double
 
     public init(
-        smallFileLimit: UInt64 = 1 << 20, filesAhead: Int = 64, bytesAhead: UInt64 = 16 << 20, parallel: Int = 32,
+        smallFileLimit: UInt64 = 1 << 20, filesAhead: Int = 64, bytesAhead: UInt64 = 16 << 20, parallel: Int = 48,
         trigger: Int = 2, queueLimit: Int = 512, memory: Double = 10
     ) {
         self.smallFileLimit = smallFileLimit
