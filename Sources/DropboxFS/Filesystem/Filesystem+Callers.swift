@@ -66,9 +66,9 @@ extension Filesystem {
 
     /// Tells the read-ahead across files of an open (FolderReadAhead.swift): not of anonymous
     /// callers, nor of file managers, thumbnailers and content sniffers, whose reads are ranged.
-    func noteOpenForReadAhead(_ inode: UInt64, caller: Caller) {
-        guard let readAhead, caller.pid > 0, let index = try? Self.index(inode),
-            let folder = tree.parentFolder(of: index), !readsRanges(caller)
+    func noteOpenForReadAhead(_ inode: UInt64, caller: Caller, readsRanges ranged: Bool) {
+        guard let readAhead, caller.pid > 0, !ranged, let index = try? Self.index(inode),
+            let folder = tree.parentFolder(of: index)
         else { return }
         readAhead.opened(file: index, in: folder, by: caller.pid)
     }

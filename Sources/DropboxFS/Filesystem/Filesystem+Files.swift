@@ -15,8 +15,8 @@ extension Filesystem {
     /// (FolderReadAhead.swift).
     public func open(_ inode: UInt64, caller: Caller = .anonymous) -> Answer<OpenedFile> {
         if HistoryViews.owns(inode) { return openHistoryFile(inode) }
-        noteOpenForReadAhead(inode, caller: caller)
         let ranged = readsRanges(caller)
+        noteOpenForReadAhead(inode, caller: caller, readsRanges: ranged)
         let later = Answer<OpenedFile>.later { [self] () async throws(FilesystemError) -> OpenedFile in
             do throws(FilesystemError) {
                 let file = try pinnedFile(inode)

@@ -178,7 +178,11 @@ final class FileReader: Sendable {
     /// `ranged`: the reader is a thumbnailer or content sniffer (ReadPolicy.swift).
     func read(_ handle: UInt64, offset: UInt64, size: Int, ranged: Bool = false) async throws(FilesystemError) -> [UInt8] {
         guard size > 0 else { return [] }
-        if let file = withState({ $0.handles[handle]?.file }) { try refuseRestricted(file) }
+        // One look under the lock, and none at all while no revision was ever refused.
+        let refused = withState { s in
+            !s.restricted.isEmpty && s.handles[handle].map { s.restricted.contains($0.file.key) } == true
+        }
+        if refused { throw .restricted(.restrictedContent) }
         do throws(FilesystemError) {
             switch try await plan(handle, offset: offset, length: UInt64(size), ranged: ranged) {
             case .empty: return []
