@@ -158,7 +158,13 @@ public final class FUSESession: Sendable {
         // Whatever the loop answered, the device tells whether the kernel ended the connection:
         // after an unmount the mount is gone; after an abort through fusectl it is still there.
         let stillMounted = { device.map { device in MountTable.entries().contains(where: { $0.device == device }) } ?? true }
-        if device != nil && stillMounted() && Self.connectionGone(session) {
+        // An unmount ends the connection a moment before its mount leaves the table: a mount that
+        // leaves within 200 ms was unmounted, not aborted.
+        let staysMounted = {
+            for _ in 0..<20 where stillMounted() { usleep(10_000) }
+            return stillMounted()
+        }
+        if device != nil && stillMounted() && Self.connectionGone(session) && staysMounted() {
             Log.info("the kernel connection of \(mountpoint) was aborted (/sys/fs/fuse/connections); stopping")
         }
         destroy = tearDown(session, device: device)
