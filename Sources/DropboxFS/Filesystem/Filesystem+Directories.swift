@@ -67,9 +67,13 @@ extension Filesystem {
         let lean = countingLookups && listsLean(caller, folder: inode, firstPiece: firstPiece)
         let fill: @Sendable () throws(FilesystemError) -> Piece = { [self] () throws(FilesystemError) -> Piece in
             var piece = piece
+            var added = 0
             try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: lean) { entry, next in
-                piece.add(entry, nextOffset: next)
+                let fits = piece.add(entry, nextOffset: next)
+                if fits { added += 1 }
+                return fits
             }
+            if countingLookups { walkers.handed(pid: caller.pid, entries: added) }
             return piece
         }
         return .deciding { () throws(FilesystemError) -> Answer<Piece> in
