@@ -1,15 +1,14 @@
-"""files/download_zip: a folder's files as one zip (docs/DROPBOX-API.md, "Downloads").
+"""files/download_zip: a folder's files as one zip (docs/DROPBOX-API.md, "A folder as one zip").
 
-Exists so a client (or a benchmark's model of one) can weigh one request per folder against one
-per file. What Dropbox documents is kept: the folder must hold fewer than 10,000 entries in all
-(``too_many_files``), total under 20 GB and no file of 4 GB or more (``too_large``), no Range, and
-the reply's ``Dropbox-API-Result`` is ``{"metadata": FolderMetadata}``. What it does not document
-is chosen here and stated: members are named ``<folder name>/<path below it>``, folders have
-entries of their own (``name/``), files are stored uncompressed (any zip reader reads them; Dropbox
-may deflate), and export-only documents and files Dropbox refuses to serve (restricted) are left
-out. The zip is built in memory when asked, under no lock but the tree's while it is read, so it
-costs this server no time a real one would not: a model built on it measures the transfer, not
-Dropbox's time to make the zip.
+Exists so a client (or a benchmark's model of one) can weigh one request per folder against one per
+file. What Dropbox documents is kept: fewer than 10,000 entries in all, files and folders and the
+folder itself (``too_many_files``), total under 20 GB and no file of 4 GB or more (``too_large``),
+no Range, and the reply's ``Dropbox-API-Result`` is ``{"metadata": FolderMetadata}``. What it does
+not document is chosen here and stated: members are named ``<folder name>/<path below it>``, folders
+have entries of their own (``name/``), files are stored uncompressed (any zip reader reads them;
+Dropbox may deflate), and export-only documents and files Dropbox refuses to serve (restricted) are
+left out. The zip is built in memory when asked, with no delay of its own: a model built on it
+measures the transfer, not Dropbox's time to make a zip.
 
 THREAD-SAFETY: the folder's files are collected under ``tree.lock``; their bytes are read and the
 zip written outside it.
@@ -52,7 +51,7 @@ def download_zip(st, req, arg):
         if kind != "live" or node.children is None:
             return lookup_error("not_folder")
         entries = _collect(tree, node)
-        if len(entries) >= MAX_ENTRIES:
+        if len(entries) + 1 >= MAX_ENTRIES:  # the folder itself counts
             return route_error({".tag": "too_many_files"})
         files = [(rel, n) for rel, n in entries if n.children is None
                  and not (n.extra and ("export_as" in n.extra or n.extra.get("restricted")))]
