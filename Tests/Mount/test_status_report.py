@@ -2,7 +2,8 @@
 -v and in --json), the daemon's version and pid, where that mount's log is (the file of
 --log-file, the file its standard error went to, a background daemon's log file), and until when
 Dropbox rate-limits it; and `status --report`, a text for bug reports with versions, system,
-each mount's status, options, command line and last log lines, and never a token or secret."""
+each mount's status, options, command line and last log lines, and never a token, secret or
+e-mail address."""
 
 import calendar
 import json
@@ -106,6 +107,7 @@ def test_report_has_versions_status_options_and_log_but_no_secret(binary, fake_f
         f.write("Authorization: Bearer opaque-bearer-value\n")
         f.write('{"access_token": "json-token-value", "token_type": "bearer"}\n')
         f.write("client_secret=app-secret-value&x=1\n")
+        f.write("signed in as franz.ferdinand+dbx@example.co.uk\n")
 
     env = env_for(fake, token=SECRET, extra={"XDG_CONFIG_HOME": str(config)})
     r = run(binary, "status", "--report", m.path, env=env, timeout=30)
@@ -131,6 +133,7 @@ def test_report_has_versions_status_options_and_log_but_no_secret(binary, fake_f
     # The last 50 lines of the log, and only those.
     assert "line-059" in out and "line-020" in out and "line-010" not in out, out
     assert "Authorization: Bearer [redacted]" in out and "client_secret=[redacted]&x=1" in out, out
+    assert "@example" not in out and "signed in as [e-mail]" in out, out
 
     # Not with --json or --watch: a usage error.
     r = run(binary, "status", "--report", "--json", env=env, timeout=30)

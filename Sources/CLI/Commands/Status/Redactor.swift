@@ -3,6 +3,9 @@
 // refresh token) is replaced wherever it occurs, and so are values that look like one (a bearer
 // token, a Dropbox `sl.` access token, the value of any option or `key=` named for a token, secret
 // or password), since a daemon's log or command line may hold credentials the command cannot know.
+// Anything that looks like an e-mail address (the account's, in the daemon's sign-in lines) becomes
+// `[e-mail]`: a report is meant to be posted, and no bug needs the address (a file name such as
+// `icon@2x.png` is hidden too; the report errs on the side of hiding).
 // Values only: nothing here changes after it is made.
 
 import Foundation
@@ -10,6 +13,7 @@ import Foundation
 /// Takes secrets out of text: the known ones wherever they occur, and values that look like one.
 struct Redactor {
     static let mark = "[redacted]"
+    static let emailMark = "[e-mail]"
     /// Known secrets, longest first (one may contain another); very short ones would blank out
     /// ordinary text and are left to the patterns.
     let secrets: [String]
@@ -29,6 +33,7 @@ struct Redactor {
                 pattern: "(?i)\\b([A-Za-z0-9_.-]*(?:token|secret|password)(?![A-Za-z0-9_.-]*file)[A-Za-z0-9_.-]*)(=|\"\\s*:\\s*\")[^\\s\"',;&]+"),
             "$1$2" + mark
         ),
+        (try! NSRegularExpression(pattern: "[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,}"), emailMark),
     ]
 
     func clean(_ text: String) -> String {
