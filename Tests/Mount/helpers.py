@@ -336,9 +336,11 @@ def list_calls(fake):
 
 
 def wait_for_fill(mountpoint, fake, timeout=60):
-    """Waits until the background fill is over: the status attribute says `watching`, or (without
-    a watcher, or when the product has no status) the fake's list requests stopped changing for a
-    second. Returns the last status dict ({} when there is none)."""
+    """Waits until the background fill is over: the status attribute says `watching` (or
+    `complete`, without a watcher), or the fake's list requests stopped changing for a second (a
+    mount without the background listing, or a product without status), or for five seconds while
+    the status still says `filling` (a fill that a hostile server stalls; on a loaded machine one
+    page may take over a second). Returns the last status dict ({} when there is none)."""
     last = [None, 0]
 
     def done():
@@ -346,14 +348,15 @@ def wait_for_fill(mountpoint, fake, timeout=60):
             status = sync_status(mountpoint)
         except OSError:
             status = {}
-        if status.get("phase") == "watching":
+        if status.get("phase") in ("watching", "complete"):
             return status
         now = list_calls(fake)
         if now == last[0] and now > 0:
             last[1] += 1
         else:
             last[0], last[1] = now, 0
-        return (status or {"phase": None}) if last[1] >= 5 else None
+        needed = 25 if status.get("phase") == "filling" else 5
+        return (status or {"phase": None}) if last[1] >= needed else None
 
     return wait_until(done, timeout=timeout, interval=0.2, message="the background fill to finish")
 

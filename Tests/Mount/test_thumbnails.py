@@ -123,13 +123,17 @@ def test_a_file_manager_listing_writes_one_thumbnail_per_photo(fake_factory, mou
     mount = os.path.realpath(m.path)
     photos = os.path.join(mount, FOLDER)
     fake.reset_stats()
+    started = time.monotonic()
     r = run(file_manager(tmp_path), photos)
+    listing_seconds = time.monotonic() - started
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.decode().split("\n")[:-1]) == sorted(photo_names() + ["PANO_0001.jpg", "notes.txt"])
     # The listing was answered once the normal thumbnails were written (or after 2 s): a file
     # manager looks for them as soon as it has the listing. The first batch at least is there by
-    # then; the large ones follow.
-    assert len(written(tmp_path)) >= 25, written(tmp_path)
+    # then; the large ones follow. (A listing that took the whole 2 s, on a loaded machine, was
+    # answered by the cap: the thumbnails then follow it.)
+    if listing_seconds < 1.9:
+        assert len(written(tmp_path)) >= 25, (listing_seconds, written(tmp_path))
     wait_for_thumbnails(tmp_path, PHOTOS)
 
     paths = [os.path.join(photos, name) for name in photo_names()]
