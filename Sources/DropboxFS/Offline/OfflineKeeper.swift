@@ -5,12 +5,14 @@
 // The keeper owns the list of pins (stored with the tree, Store/TreeStore+Pins.swift) and works in
 // passes: a pass reads what the pins cover in the tree as it stands (PinPlan), tells the disk cache
 // which keys are pinned (DiskCache.setPinned), and downloads each wanted content that has no entry
-// yet, at most `concurrency` at a time, in ranged pieces of `pieceSize` bytes of the revision the
-// tree names, hashing as it writes into a disk cache temporary file that is committed only when the
+// yet, in ranged pieces of `pieceSize` bytes of the revision the tree names (at most `concurrency`
+// files at a time, of which at most `bigConcurrency` larger than one piece: many small files need
+// many requests at once to hide the latency, big ones fill the link with few), hashing as it writes into a disk cache temporary file that is committed only when the
 // whole file matched its content_hash (as every disk cache entry). A pass runs when the pins change
 // and after the tree changed (the change feed applies Dropbox's changes to the tree, whose change
 // count the loop watches); a content that failed waits `retryAfter` before it is tried again. No
-// download is started while the mount is offline.
+// download is started while the mount is offline. The downloads go through the pacer's
+// read-ahead lane, so a program's own reads never queue behind a pin filling in the background.
 //
 // The keeper never takes the reader's lock: it only adds complete entries to the disk cache, which
 // the reader finds at the next open. A file read while its pin's download runs is simply
@@ -64,7 +66,9 @@ final class OfflineKeeper: Sendable {
     /// Held for the whole of one pin request (its space check and its insertion), so two pins
     /// made at once cannot both pass the check; taken before any other lock, by `pin` only.
     let pinRequests = Mutex(0)
-    let concurrency = 4
+    /// Files downloaded at once, and of those, files larger than one piece.
+    let concurrency = 16
+    let bigConcurrency = 4
     let pieceSize: UInt64 = 4 << 20
     let retryAfter = 30.0
     /// A pass runs at least this often, also with nothing changed: it finds a pinned entry the
@@ -219,19 +223,46 @@ final class OfflineKeeper: Sendable {
         }
         guard !todo.isEmpty else { return unlisted.isEmpty }
         guard !connectivity.isOffline else { return false }
-        return await withTaskGroup(of: Void.self) { group -> Bool in
-            var next = todo.makeIterator()
-            for _ in 0..<concurrency {
-                guard let file = next.next() else { break }
-                group.addTask { await self.fetch(file, into: diskCache) }
+        let done = await Pacer.$lane.withValue(.readAhead) { await fetchAll(todo, into: diskCache) }
+        return done && unlisted.isEmpty
+    }
+
+    /// Downloads `todo` in order, at most `concurrency` files at once and `bigConcurrency` of them
+    /// larger than one piece (a big file waits for a big one to finish; small ones go on past it).
+    /// False when it stopped early (offline, or cancelled).
+    private func fetchAll(_ todo: [PinnedContent], into diskCache: DiskCache) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group -> Bool in
+            var small = todo.filter { $0.size <= pieceSize }[...]
+            var big = todo.filter { $0.size > pieceSize }[...]
+            var (running, bigRunning) = (0, 0)
+            func startMore() {
+                while running < concurrency {
+                    let file: PinnedContent
+                    if bigRunning < bigConcurrency, let next = big.popFirst() {
+                        file = next
+                        bigRunning += 1
+                    } else if let next = small.popFirst() {
+                        file = next
+                    } else {
+                        return
+                    }
+                    running += 1
+                    let isBig = file.size > pieceSize
+                    group.addTask {
+                        await self.fetch(file, into: diskCache)
+                        return isBig
+                    }
+                }
             }
+            startMore()
             var stopped = false
-            while await group.next() != nil {
+            while let wasBig = await group.next() {
+                running -= 1
+                if wasBig { bigRunning -= 1 }
                 if Task.isCancelled || connectivity.isOffline { stopped = true }
-                guard !stopped, let file = next.next() else { continue }
-                group.addTask { await self.fetch(file, into: diskCache) }
+                if !stopped { startMore() }
             }
-            return !stopped && unlisted.isEmpty
+            return !stopped
         }
     }
 

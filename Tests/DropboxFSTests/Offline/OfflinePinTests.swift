@@ -7,6 +7,7 @@
 import DropboxAPI
 import DropboxTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import DropboxFS
@@ -29,11 +30,12 @@ extension CoreTests {
             }
 
             /// Waits until the contents of `paths` are in the disk cache (the keeper's own loop may
-            /// be the one downloading them, so a pass here may return before they land).
-            func waitKept(_ paths: [String]) async throws {
+            /// be the one downloading them, so a pass here may return before they land). With
+            /// `passes: false` only the keeper's loop runs passes.
+            func waitKept(_ paths: [String], passes: Bool = true) async throws {
                 let keys = Set(try paths.map(hash))
                 try await CoreTests.waitUntil("\(paths) are in the disk cache", timeout: .seconds(30)) {
-                    await fs.offline.keepOnce()
+                    if passes { await fs.offline.keepOnce() }
                     fs.finishDiskCacheWrites()
                     return try cached().isSuperset(of: keys)
                 }
@@ -50,10 +52,12 @@ extension CoreTests {
         }
 
         static func mount(
-            capacity: UInt64, diskCache: Bool = true, client: ((InMemoryDropbox) -> any DropboxClient)? = nil
+            capacity: UInt64, diskCache: Bool = true, client: ((InMemoryDropbox) -> any DropboxClient)? = nil,
+            files: (InMemoryDropbox) -> Void = { _ in }
         ) async throws -> Mounted {
             let folder = try TemporaryFolder()
             let fake = InMemoryDropbox()
+            files(fake)
             fake.addFile("/keep/a.bin", size: 300 * K, seed: 1)
             fake.addFile("/keep/sub/b.bin", size: 200 * K, seed: 2)
             fake.addFile("/other/big.bin", size: 600 * K, seed: 3)
@@ -155,6 +159,59 @@ extension CoreTests {
             }
             try await m.waitKept(["/other/new.bin"])
             #expect(m.fs.offline.pins == ["/more", "/other"])
+        }
+
+        /// Records the pacer lane of each download and how many run at once (each held a moment,
+        /// so downloads that may overlap do).
+        final class DownloadRecorder: ForwardingClient, @unchecked Sendable {
+            let forwardee: any DropboxClient
+            let record = Mutex((lanes: Set<Int>(), running: 0, bigRunning: 0, most: 0, mostBig: 0))
+            init(_ forwardee: any DropboxClient) { self.forwardee = forwardee }
+
+            func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
+                let big = (range?.length ?? 0) >= 4 << 20 || (range?.offset ?? 0) > 0
+                record.withLock { r in
+                    r.lanes.insert(Pacer.lane.rawValue)
+                    r.running += 1
+                    r.most = max(r.most, r.running)
+                    if big {
+                        r.bigRunning += 1
+                        r.mostBig = max(r.mostBig, r.bigRunning)
+                    }
+                }
+                try? await Task.sleep(for: .milliseconds(30))
+                defer {
+                    record.withLock { r in
+                        r.running -= 1
+                        if big { r.bigRunning -= 1 }
+                    }
+                }
+                return try await forwardee.download(path: path, range: range)
+            }
+        }
+
+        @Test func aPinDownloadsInTheReadAheadLaneManySmallFilesAndFewBigOnesAtOnce() async throws {
+            let recorder = Mutex<DownloadRecorder?>(nil)
+            let m = try await Self.mount(
+                capacity: 64 << 20,
+                client: { fake in
+                    let client = DownloadRecorder(fake)
+                    recorder.withLock { $0 = client }
+                    return client
+                },
+                files: { fake in
+                    for i in 0..<40 { fake.addFile("/many/small\(i).txt", size: 2 * K + UInt64(i), seed: UInt64(100 + i)) }
+                    for i in 0..<6 { fake.addFile("/many/big\(i).bin", size: (4 << 20) + 5 * K, seed: UInt64(200 + i)) }
+                })
+            defer { m.fs.stop() }
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/many")
+            // The keeper's loop alone runs passes here: a pass of the test's beside it would download
+            // other files at the same time.
+            try await m.waitKept((0..<40).map { "/many/small\($0).txt" } + (0..<6).map { "/many/big\($0).bin" }, passes: false)
+            let r = try #require(recorder.withLock { $0 }).record.withLock { $0 }
+            #expect(r.lanes == [PacerLane.readAhead.rawValue], "a pin's downloads never take the programs' lane")
+            #expect(r.most > 4 && r.most <= 16, "up to 16 at once: \(r.most)")
+            #expect(r.mostBig >= 1 && r.mostBig <= 4, "files larger than a piece, 4 at once at most: \(r.mostBig)")
         }
 
         @Test func evictionNeverDropsAPinnedEntryUntilItIsUnpinned() async throws {
