@@ -6,8 +6,9 @@
 // passes: a pass reads what the pins cover in the tree as it stands (PinPlan), tells the disk cache
 // which keys are pinned (DiskCache.setPinned), and downloads each wanted content that has no entry
 // yet, in ranged pieces of `pieceSize` bytes of the revision the tree names (at most `concurrency`
-// files at a time, of which at most `bigConcurrency` larger than one piece: many small files need
-// many requests at once to hide the latency, big ones fill the link with few), hashing as it writes into a disk cache temporary file that is committed only when the
+// files at a time, of which at most `bigConcurrency` larger than `smallFile`: many small files need
+// many requests at once to hide the latency, big ones fill the link with few, and the bytes in
+// flight stay under 4 pieces and 12 small files, 28 MiB), hashing as it writes into a disk cache temporary file that is committed only when the
 // whole file matched its content_hash (as every disk cache entry). A pass runs when the pins change
 // and after the tree changed (the change feed applies Dropbox's changes to the tree, whose change
 // count the loop watches); a content that failed waits `retryAfter` before it is tried again. No
@@ -66,9 +67,10 @@ final class OfflineKeeper: Sendable {
     /// Held for the whole of one pin request (its space check and its insertion), so two pins
     /// made at once cannot both pass the check; taken before any other lock, by `pin` only.
     let pinRequests = Mutex(0)
-    /// Files downloaded at once, and of those, files larger than one piece.
+    /// Files downloaded at once, and of those, files larger than `smallFile`.
     let concurrency = 16
     let bigConcurrency = 4
+    let smallFile: UInt64 = 1 << 20
     let pieceSize: UInt64 = 4 << 20
     let retryAfter = 30.0
     /// A pass runs at least this often, also with nothing changed: it finds a pinned entry the
@@ -228,12 +230,12 @@ final class OfflineKeeper: Sendable {
     }
 
     /// Downloads `todo` in order, at most `concurrency` files at once and `bigConcurrency` of them
-    /// larger than one piece (a big file waits for a big one to finish; small ones go on past it).
+    /// larger than `smallFile` (a big file waits for a big one to finish; small ones go on past it).
     /// False when it stopped early (offline, or cancelled).
     private func fetchAll(_ todo: [PinnedContent], into diskCache: DiskCache) async -> Bool {
         await withTaskGroup(of: Bool.self) { group -> Bool in
-            var small = todo.filter { $0.size <= pieceSize }[...]
-            var big = todo.filter { $0.size > pieceSize }[...]
+            var small = todo.filter { $0.size <= smallFile }[...]
+            var big = todo.filter { $0.size > smallFile }[...]
             var (running, bigRunning) = (0, 0)
             func startMore() {
                 while running < concurrency {
@@ -247,7 +249,7 @@ final class OfflineKeeper: Sendable {
                         return
                     }
                     running += 1
-                    let isBig = file.size > pieceSize
+                    let isBig = file.size > smallFile
                     group.addTask {
                         await self.fetch(file, into: diskCache)
                         return isBig

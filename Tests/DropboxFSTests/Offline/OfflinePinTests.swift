@@ -169,7 +169,7 @@ extension CoreTests {
             init(_ forwardee: any DropboxClient) { self.forwardee = forwardee }
 
             func download(path: String, range: ByteRange?) async throws(DropboxError) -> DownloadResult {
-                let big = (range?.length ?? 0) >= 4 << 20 || (range?.offset ?? 0) > 0
+                let big = (range?.length ?? 0) > 1 << 20 || (range?.offset ?? 0) > 0
                 record.withLock { r in
                     r.lanes.insert(Pacer.lane.rawValue)
                     r.running += 1
@@ -201,7 +201,7 @@ extension CoreTests {
                 },
                 files: { fake in
                     for i in 0..<40 { fake.addFile("/many/small\(i).txt", size: 2 * K + UInt64(i), seed: UInt64(100 + i)) }
-                    for i in 0..<6 { fake.addFile("/many/big\(i).bin", size: (4 << 20) + 5 * K, seed: UInt64(200 + i)) }
+                    for i in 0..<6 { fake.addFile("/many/big\(i).bin", size: (1 << 20) + 5 * K, seed: UInt64(200 + i)) }
                 })
             defer { m.fs.stop() }
             _ = try await m.request(Filesystem.pinRequestAttribute, "/many")
@@ -211,7 +211,7 @@ extension CoreTests {
             let r = try #require(recorder.withLock { $0 }).record.withLock { $0 }
             #expect(r.lanes == [PacerLane.readAhead.rawValue], "a pin's downloads never take the programs' lane")
             #expect(r.most > 4 && r.most <= 16, "up to 16 at once: \(r.most)")
-            #expect(r.mostBig >= 1 && r.mostBig <= 4, "files larger than a piece, 4 at once at most: \(r.mostBig)")
+            #expect(r.mostBig >= 1 && r.mostBig <= 4, "files over 1 MiB, 4 at once at most: \(r.mostBig)")
         }
 
         @Test func evictionNeverDropsAPinnedEntryUntilItIsUnpinned() async throws {
