@@ -60,9 +60,13 @@ public enum Restriction: Sendable, Equatable, CustomStringConvertible {
     case noAccessFolder(String)
     /// A file Dropbox blocks (`restricted_content`: a copyright or legal hold).
     case restrictedContent
+    /// A folder shared with the account whose namespace Dropbox will not let it read
+    /// (`no_permission`; SharedFolders/).
+    case sharedFolderNotReadable(String)
 
     public var description: String {
         switch self {
+        case .sharedFolderNotReadable(let name): return "Dropbox does not let this account read the shared folder \(name) (no_permission)"
         case .noAccessFolder(let path): return "\(path) is a folder this account may not open (no_access)"
         case .restrictedContent: return "Dropbox blocks this file's content (restricted_content)"
         }
