@@ -134,3 +134,10 @@ struct NamespaceRootedClient: DropboxClient {
         try await owner.getSpaceUsage()
     }
 }
+
+extension InMemoryDropbox {
+    /// The namespace of shared folder `id`, to change its contents (nil: no such folder).
+    public func sharedNamespace(_ id: String) -> InMemoryDropbox? {
+        store.withLock { s in s.sharedFolders.first { $0.metadata.sharedFolderId == id }?.namespace }
+    }
+}
