@@ -103,7 +103,7 @@ enum SharedFolderNames {
     /// The name of each shared folder not added to the account's Dropbox, in the view's folder, by
     /// shared_folder_id (see the file comment). Folders with an empty name are left out.
     static func assign(_ folders: [SharedFolderMetadata]) -> [(name: String, folder: SharedFolderMetadata)] {
-        let shown = folders.filter { !$0.isAdded && !$0.name.isEmpty && !$0.name.utf8.contains(UInt8(ascii: "/")) }
+        let shown = folders.filter { !$0.isAdded && NodeName($0.name) != nil }
         let ordered = shown.sorted { idOrder($0.sharedFolderId, $1.sharedFolderId) }
         var taken = Set<String>()
         var out: [(name: String, folder: SharedFolderMetadata)] = []
@@ -112,7 +112,7 @@ enum SharedFolderNames {
             if taken.contains(name) { name = folder.name + " (" + String(folder.sharedFolderId.suffix(6)) + ")" }
             // Still taken (a folder already named like the suffixed one): the whole id.
             if taken.contains(name) { name = folder.name + " (" + folder.sharedFolderId + ")" }
-            guard !taken.contains(name) else { continue }
+            guard !taken.contains(name), NodeName(name) != nil else { continue }
             taken.insert(name)
             out.append((name, folder))
         }
