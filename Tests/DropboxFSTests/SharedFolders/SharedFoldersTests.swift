@@ -123,8 +123,11 @@ extension CoreTests {
             #expect(changed.inode != a.inode && changed.size == 4, "a new revision is a new inode")
             #expect(try await Self.readAll(fs, changed.inode) == Array("two!".utf8))
             #expect(try await Self.listed(fs, top) == ["Docs", "New"])
-            #expect(log.contains(.entry(parent: folder.inode, name: "a.txt")) && log.contains(.inode(folder.inode)))
-            #expect(log.contains(.entry(parent: top, name: "New")) && log.contains(.entry(parent: top, name: "Old")))
+            // Delivered on the invalidation queue, after the listing.
+            try await waitUntil("the changed names were invalidated") {
+                log.contains(.entry(parent: folder.inode, name: "a.txt")) && log.contains(.inode(folder.inode))
+                    && log.contains(.entry(parent: top, name: "New")) && log.contains(.entry(parent: top, name: "Old"))
+            }
             // The old inode still answers its last facts to a kernel that holds it.
             #expect(try fs.attributes(of: a.inode).size == 3)
         }
@@ -153,6 +156,28 @@ extension CoreTests {
             clock.advance(by: 31)
             #expect(try await Self.listed(fs, folder.inode) == ["x.txt"], "asked again once the lifetime passed")
             #expect(FilesystemError(DropboxError.pathRoot(tag: "no_permission")).errno == EIO, "only the view says EACCES")
+        }
+
+        @Test func accessLevelsApplyInsideSharedFolders() async throws {
+            let fake = InMemoryDropbox()
+            let team = fake.shareFolder("Team").namespace
+            team.addFile("/Locked/secret.txt", contents: [1])
+            team.addFile("/Pass/visible/a.txt", contents: [2])
+            team.addFile("/Pass/hidden.txt", contents: [3])
+            team.setFolderAccess("/Locked", noAccess: true)
+            team.setFolderAccess("/Pass", traverseOnly: true)
+            fake.shareFolder("Through", accessType: "traverse").namespace.addFile("/f.txt", contents: [4])
+            let fs = Self.filesystem(fake)
+            let folder = try await fs.lookup(parent: SharedFolders.topInode, name: "Team")
+            let locked = try await fs.lookup(parent: folder.inode, name: "Locked")
+            #expect(locked.permissions == 0)
+            await #expect(throws: FilesystemError.restricted(.noAccessFolder("\(Self.view)/Team/Locked"))) {
+                _ = try await Self.listed(fs, locked.inode)
+            }
+            let pass = try await fs.lookup(parent: folder.inode, name: "Pass")
+            #expect(try await Self.listed(fs, pass.inode) == ["visible"], "a traverse-only folder shows its folders only")
+            let through = try await fs.lookup(parent: SharedFolders.topInode, name: "Through")
+            #expect(try await Self.listed(fs, through.inode) == [])
         }
 
         @Test func aCursorResetAndRefillLeaveTheViewIntact() async throws {
