@@ -175,7 +175,7 @@ def test_server_not_speaking_http(binary, empty_dir):
     (["--threads", "lots"], "--threads"),
     (["--spin-us", "-1"], "--spin-us"),
     (["--spin-us", "200000"], "--spin-us"),
-    (["--lean-walk-after", "-1"], "--lean-walk-after must be a number from 0 to 1000000"),
+    (["--lean-walk-after", "-1"], "--lean-walk-after must be a number from 0 to 1000000000"),
     (["--lean-walk-after", "some"], "--lean-walk-after"),
     (["--fill-parallel", "33"], "--fill-parallel must be a number from 1 to 32"),
     (["--attr-timeout", "-1"], "--attr-timeout"),

@@ -20,7 +20,8 @@ FLAGS = {
              "--off-timeout --remount-only --remounts --runs",
     "bench-ab": "--a --a-label --b --b-label --entries --folders --json --keep-logs --latency-ms --only "
                 "--read-mib --report --rounds",
-    "bench-read": "--no-build --runs --size",
+    "bench-read": "--no-build --runs --sha-only --sha-size --size",
+    "bench-pin": "--bandwidth-mbps --bin --latency-ms --mib --runs",
     "bench-small-files": "--bin --files --folders --latency-ms --mean-kib --no-off --runs",
     "bench-filemanager": "--bin --debug --file-manager --json --keep-screenshot --latency-ms --max-wait "
                          "--mount-option --only --photos --settle --thumbnail-max --zoom",

@@ -1,5 +1,6 @@
 """The metadata walks of scripts/bench: cold `find | wc -l` and `du -s` on fresh mounts (prefetch
-on, and `find` with --no-prefetch, capped), warm `find`, `du -s` and `ls -lR` once the mount has the
+on, and `find` with --no-prefetch, capped), the first `du -s` after a `find` once the fill is done
+(what a lean walk would make it list again), warm `find`, `du -s` and `ls -lR` once the mount has the
 whole tree, each beside the same tool on a tmpfs copy of the same tree; the API requests, the fill
 and the daemon's peak RSS and CPU. With --big, the cold walk and peak RSS per entry of a
 1,000,000-entry tree.
@@ -15,6 +16,7 @@ TARGET_COLD_FIND_S = 5.0
 TARGET_COLD_FIND_VS_OFF = 20.0
 TARGET_COLD_DU_S = 6.0
 TARGET_WARM_FIND_VS_TMPFS = 2.0
+TARGET_DU_AFTER_FIND_VS_TMPFS = 1.5
 TARGET_REQUESTS = 100
 TARGET_BYTES_PER_ENTRY = 300
 
@@ -63,7 +65,8 @@ def bench_standard(args, binary, workdir, results, fake):
     P = {"cold_find": [], "cold_find_lines": [], "cold_requests": [], "cold_routes": [], "fill_requests": [],
          "fill_routes": [], "fill_status": [], "status_after_find": [], "mount_s": [], "hwm_kib": [],
          "warm_find": [], "warm_du": [], "warm_ls": [], "warm_find_lines": None, "cpu_after_find": [],
-         "cpu_after_fill": [], "fill_seconds": [], "fill_rate": []}
+         "cpu_after_fill": [], "fill_seconds": [], "fill_rate": [], "du_after_find": [],
+         "du_after_find_requests": [], "du_after_find_lookups": []}
     for i in range(runs):
         fake.reset_stats()
         m = Mount(binary, fake, workdir, "prefetch-cold-find-%d" % (i + 1))
@@ -75,6 +78,14 @@ def bench_standard(args, binary, workdir, results, fake):
         log("prefetch on, run %d: mounted in %.2f s; cold find %s, %d lines, %d requests (%s); daemon CPU %.2f s"
             % (i + 1, m.mount_seconds, fmt_s(dt), lines, stats["total"], routes_str(stats), P["cpu_after_find"][-1]))
         log("    status after find: " + m.status())
+        # The first du after the cold find (the kernel holds what the find left: every inode, or
+        # lean listings that the du must list again).
+        before, lookups = fake.stats()["total"], int(m.status_fields().get("file_lookups", 0))
+        du_s = time_du(m.mnt)[0]
+        add_run(P, du_after_find=du_s, du_after_find_requests=fake.stats()["total"] - before,
+                du_after_find_lookups=int(m.status_fields().get("file_lookups", 0)) - lookups)
+        log("    then the first du -s %s (%d requests, %d files looked up)"
+            % (fmt_s(du_s), P["du_after_find_requests"][-1], P["du_after_find_lookups"][-1]))
         if not m.wait_filled(300):
             log("    background fill still running after 300 s")
         stats = fake.stats()
@@ -147,6 +158,14 @@ def bench_big(args, binary, workdir, results, fake, page_ms):
             % (i + 1, m.mount_seconds, "" if finished else "> ", fmt_s(dt), lines, stats["total"],
                routes_str(stats)))
         log("    status after find: " + m.status())
+        # The first du after the cold find (the kernel holds what the find left: every inode, or
+        # lean listings that the du must list again).
+        before, lookups = fake.stats()["total"], int(m.status_fields().get("file_lookups", 0))
+        du_s = time_du(m.mnt)[0]
+        add_run(P, du_after_find=du_s, du_after_find_requests=fake.stats()["total"] - before,
+                du_after_find_lookups=int(m.status_fields().get("file_lookups", 0)) - lookups)
+        log("    then the first du -s %s (%d requests, %d files looked up)"
+            % (fmt_s(du_s), P["du_after_find_requests"][-1], P["du_after_find_lookups"][-1]))
         m.wait_filled(900)
         stats = fake.stats()
         fill_status = m.status()
@@ -219,6 +238,9 @@ def report_standard(info, results):
     rows.append(["cold du -s (fresh mount)", fmt_runs(D["cold_du"]), fmt_runs(T["du"]),
                  per_run(D["cold_du"], T["du"]), "<= %g s" % TARGET_COLD_DU_S,
                  verdict([t <= TARGET_COLD_DU_S for t in D["cold_du"]])])
+    rows.append(["first du -s after the cold find", fmt_runs(P["du_after_find"]), fmt_runs(T["du"]),
+                 per_run(P["du_after_find"], T["du"]), "<= %gx tmpfs" % TARGET_DU_AFTER_FIND_VS_TMPFS,
+                 verdict([a / b <= TARGET_DU_AFTER_FIND_VS_TMPFS for a, b in zip(P["du_after_find"], T["du"])])])
     rows.append(["warm find | wc -l", fmt_runs(P["warm_find"]), fmt_runs(T["find"]),
                  per_run(P["warm_find"], T["find"]), "<= %gx tmpfs" % TARGET_WARM_FIND_VS_TMPFS,
                  verdict([a / b <= TARGET_WARM_FIND_VS_TMPFS for a, b in zip(P["warm_find"], T["find"])])])

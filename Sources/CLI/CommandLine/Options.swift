@@ -161,9 +161,9 @@ enum Options {
                 mountOption: true),
             OptionSpec(
                 name: "lean-walk-after", value: "N",
-                help: "once a process (each of its threads) has read N folders, list files to it by name and type "
-                    + "only, which is all `find` needs: faster walks, no kernel inode per file; its first stat of "
-                    + "such a file gives it full listings again (default 32; 0: always full listings)",
+                help: "once a process (each of its threads) has been listed N entries, list files to it by name and "
+                    + "type only, which is all `find` needs: faster big walks, no kernel inode per file; its first "
+                    + "stat of such a file gives it full listings again (default 200000; 0: always full listings)",
                 mountOption: true),
             OptionSpec(
                 name: "shared-folders",

@@ -69,19 +69,29 @@ extension Filesystem {
         let lean = countingLookups && listsLean(caller, folder: inode, firstPiece: firstPiece)
         let fill: @Sendable () throws(FilesystemError) -> Piece = { [self] () throws(FilesystemError) -> Piece in
             var piece = piece
+            var added = 0
             if inode == Self.rootInode, let sharedFolders {
                 var hid = false
                 try readRootWithSharedFolders(from: cookie, piece: &piece, sharedFolders) { hiding, add throws(FilesystemError) in
                     hid = try tree.readDirectory(
                         try Self.index(inode), from: cookie, countingLookups: countingLookups, leanFiles: lean,
-                        ownership: options.ownership, hiding: hiding, add: add)
+                        ownership: options.ownership, hiding: hiding
+                    ) { entry, next in
+                        let fits = add(entry, next)
+                        if fits { added += 1 }
+                        return fits
+                    }
                 }
                 if hid { noteSharedFoldersNameTaken() }
+                if countingLookups { walkers.handed(pid: caller.pid, entries: added) }
                 return piece
             }
             try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: lean) { entry, next in
-                piece.add(entry, nextOffset: next)
+                let fits = piece.add(entry, nextOffset: next)
+                if fits { added += 1 }
+                return fits
             }
+            if countingLookups { walkers.handed(pid: caller.pid, entries: added) }
             return piece
         }
         return .deciding { () throws(FilesystemError) -> Answer<Piece> in

@@ -58,8 +58,8 @@ public struct FilesystemOptions: Sendable {
     /// Dropbox's thumbnails of the images in folders file managers list, written to the
     /// thumbnail cache (Thumbnails/ThumbnailWriter.swift); nil: off.
     public var thumbnails: ThumbnailOptions?
-    /// Folders a thread reads with full listings before its files go lean (Walkers.swift); 0
-    /// keeps every listing full.
+    /// Entries a thread is listed in full before its files go lean (Walkers.swift); 0 keeps
+    /// every listing full.
     public var leanWalkAfter: Int = 0
     /// Read-ahead across files (Reader/FolderReadAheadPolicy.swift); nil: off.
     public var readAhead: FolderReadAheadOptions? = nil

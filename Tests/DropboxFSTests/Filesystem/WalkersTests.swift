@@ -1,5 +1,5 @@
 // Lean walks: which threads get their files' names and types only (Walkers.swift). A thread's
-// first `after` folders are full; then its files go lean until it looks a file up; a file manager
+// first `after` entries are full; then its files go lean until it looks a file up; a file manager
 // is never lean; the folders listed lean are handed back once, for the kernel to drop them.
 
 import Synchronization
@@ -17,11 +17,14 @@ import Testing
 
     static func notFileManager() -> Bool { false }
 
-    /// Reads `count` folders (inodes from `first`) as a walker does: the first piece of each, then
-    /// a second, empty one. Returns whether each first piece went lean.
-    static func walk(_ walkers: Walkers, pid: Int32, folders count: Int, first: UInt64 = 100) -> [Bool] {
+    /// Reads `count` folders (inodes from `first`) as a walker does: the first piece of each with
+    /// `entries` entries, then a second, empty one. Returns whether each first piece went lean.
+    static func walk(
+        _ walkers: Walkers, pid: Int32, folders count: Int, first: UInt64 = 100, entries: Int = 1
+    ) -> [Bool] {
         (0..<count).map { i in
             let lean = walkers.listsLean(pid: pid, folder: first + UInt64(i), firstPiece: true, isFileManager: notFileManager)
+            walkers.handed(pid: pid, entries: entries)
             let again = walkers.listsLean(pid: pid, folder: first + UInt64(i), firstPiece: false, isFileManager: notFileManager)
             #expect(lean == again, "the pieces of one folder go alike")
             return lean
@@ -33,6 +36,28 @@ import Testing
         #expect(Self.walk(walkers, pid: 7, folders: 6) == [false, false, false, true, true, true])
         #expect(walkers.statusFields == "lean_listings=6 file_lookups=0", "two pieces of each of three folders")
         #expect(Self.walk(walkers, pid: 8, folders: 4) == [false, false, false, true], "each thread counts its own")
+    }
+
+    @Test func entriesAreCountedNotFolders() {
+        let walkers = Walkers(after: 100)
+        // Two big folders reach the count; small ones would need a hundred.
+        #expect(Self.walk(walkers, pid: 7, folders: 3, entries: 60) == [false, false, true])
+        #expect(Self.walk(walkers, pid: 8, folders: 99) == Array(repeating: false, count: 99))
+        #expect(Self.walk(walkers, pid: 8, folders: 2, first: 500) == [false, true])
+    }
+
+    @Test func theCountPassedWithinAFolderTakesEffectAtTheNext() {
+        let walkers = Walkers(after: 10)
+        // A folder of 25 entries in three pieces: all full, although the count passed 10 in it.
+        var pieces: [Bool] = []
+        for (index, count) in [10, 10, 5].enumerated() {
+            pieces.append(walkers.listsLean(pid: 7, folder: 1, firstPiece: index == 0, isFileManager: Self.notFileManager))
+            walkers.handed(pid: 7, entries: count)
+        }
+        #expect(pieces == [false, false, false])
+        #expect(Self.walk(walkers, pid: 7, folders: 1, first: 2) == [true])
+        // A later piece of a folder the walker has left (a seek back) is decided anew.
+        #expect(walkers.listsLean(pid: 7, folder: 1, firstPiece: false, isFileManager: Self.notFileManager))
     }
 
     @Test func offWithZeroOrNoCaller() {
@@ -93,6 +118,7 @@ import Testing
         var lean: [Bool] = []
         for folder in UInt64(1)...5 {
             lean.append(walkers.listsLean(pid: 7, folder: folder, firstPiece: true, isFileManager: fileManager))
+            walkers.handed(pid: 7, entries: 1)
         }
         #expect(lean == [false, false, false, false, false])
         #expect(asked.withLock { $0 } == 1, "asked only once its files would have gone lean")

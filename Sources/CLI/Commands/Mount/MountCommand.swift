@@ -343,7 +343,7 @@ struct MountConfiguration {
         spinMicroseconds = try Self.number(
             parsed.value("spin-us"), name: "--spin-us", in: 0...100_000, default: parsed.value("threads") == nil ? 200 : 0)
         readAhead = !parsed.has("no-read-ahead")
-        leanWalkAfter = try Self.number(parsed.value("lean-walk-after"), name: "--lean-walk-after", in: 0...1_000_000, default: 32)
+        leanWalkAfter = try Self.number(parsed.value("lean-walk-after"), name: "--lean-walk-after", in: 0...1_000_000_000, default: 200_000)
         hideNoAccess = parsed.has("hide-no-access")
         fillParallel = try Self.number(
             parsed.value("fill-parallel"), name: "--fill-parallel", in: 1...32, default: FillOptions().parallelism)
