@@ -162,3 +162,18 @@ def test_the_accounts_tree_follows_changes_and_resets_beside_the_view(fake_facto
     with open(os.path.join(view, "Docs", "plan.md"), "rb") as f:
         assert f.read() == b"# plan\n"
     assert fake.in_namespace(ids["Docs"]).content("/plan.md") == b"# plan\n"
+
+
+def test_without_the_sharing_permission_the_view_says_so(fake_factory, mount_factory):
+    fake = fake_factory()
+    fake.add_file("/own/notes.txt", data=b"mine\n")
+    fake.add_shared_folder("Photos")
+    fake.add_token("no-sharing", scopes=["account_info.read", "files.metadata.read", "files.content.read"])
+    m = mount_factory(fake, "--shared-folders", env_extra={"DROPBOXFS_ACCESS_TOKEN": "no-sharing"})
+    assert os.listdir(os.path.join(m.path, "own")) == ["notes.txt"]
+    for _ in range(2):
+        r = run("ls", os.path.join(m.path, VIEW))
+        assert r.returncode != 0 and b"Permission denied" in r.stderr, r.stderr
+    lines = [line for line in m.log_text().splitlines() if "[warning]" in line and "sharing.read" in line]
+    assert len(lines) == 1, m.log_text()
+    assert fake.stats()["routes"].get("sharing/list_folders", 0) == 1

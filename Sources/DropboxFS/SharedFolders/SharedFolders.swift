@@ -226,6 +226,8 @@ public final class SharedFolders: Sendable {
             do throws(DropboxError) {
                 guard connectivity.mayTry(.api) else { throw connectivity.offlineError(.api) }
                 folders = try await routes.listAllSharedFolders()
+            } catch .authentication(.missingScope(let scope)) {
+                return .failure(missingPermission(inode, scope: scope, at: started))
             } catch {
                 return .failure(FilesystemError(error))
             }
@@ -314,6 +316,23 @@ public final class SharedFolders: Sendable {
             Log.warning(
                 "shared folder \(Log.quoted(label)) (namespace \(namespace)): Dropbox does not let this account read "
                     + "it (no_permission); it answers EACCES")
+        }
+        return error
+    }
+
+    /// The app may not list shared folders (no `sharing.read`): EACCES for the view's folder until
+    /// the lifetime passed, and one log line that says how to grant it.
+    private func missingPermission(_ inode: UInt64, scope: String, at: Double) -> FilesystemError {
+        let error = FilesystemError.restricted(.appPermission(scope))
+        let first = state.withLock { s -> Bool in
+            s.refusals[inode] = SharedFolderState.Refusal(error: error, at: at)
+            return s.refusalLogged.insert("scope:" + scope).inserted
+        }
+        if first {
+            Log.warning(
+                "--shared-folders: the Dropbox app lacks the permission \(Log.quoted(scope)), so the folders shared "
+                    + "with you cannot be listed (\(Log.quoted(name)) answers EACCES): tick it on the app's Permissions "
+                    + "tab, then run `dropboxfs auth` again")
         }
         return error
     }
