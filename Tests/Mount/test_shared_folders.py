@@ -177,3 +177,19 @@ def test_without_the_sharing_permission_the_view_says_so(fake_factory, mount_fac
     lines = [line for line in m.log_text().splitlines() if "[warning]" in line and "sharing.read" in line]
     assert len(lines) == 1, m.log_text()
     assert fake.stats()["routes"].get("sharing/list_folders", 0) == 1
+
+
+def test_nothing_of_the_view_is_stored_across_mounts(fake_factory, mount_factory):
+    fake = fake_factory()
+    ids = shared_account(fake)
+    first = mount_factory(fake, "--shared-folders")
+    wait_for_fill(first.path, fake)
+    assert os.listdir(os.path.join(first.path, VIEW, "Docs")) == ["deep", "plan.md"]
+    first.unmount()
+    fake.in_namespace(ids["Docs"]).add_file("/while-away.txt", data=b"new\n")
+    # The stored tree is the account's alone: without the option there is no view after a remount.
+    plain = mount_factory(fake)
+    assert sorted(os.listdir(plain.path)) == ["Team", "own"]
+    plain.unmount()
+    again = mount_factory(fake, "--shared-folders")
+    assert os.listdir(os.path.join(again.path, VIEW, "Docs")) == ["deep", "plan.md", "while-away.txt"]

@@ -66,6 +66,9 @@ struct SharedFolderState {
     var namespaceOfRevision: [String: String] = [:]
     /// Namespaces whose refusal was logged once already.
     var refusalLogged: Set<String> = []
+    /// When a `stat` last started a background listing of each folder (SharedFolders.attributes):
+    /// at most one per lifetime, so a listing that keeps failing is not asked for at every stat.
+    var backgroundListing: [UInt64: Double] = [:]
     var next: UInt64 = SharedFolders.topInode + 1
 
     init(made: Int64) {

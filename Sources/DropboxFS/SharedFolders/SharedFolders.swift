@@ -106,7 +106,14 @@ public final class SharedFolders: Sendable {
     func attributes(of inode: UInt64) throws(FilesystemError) -> FileAttributes {
         let now = monotonicNow()
         let (found, stamp, expired) = state.withLock { s -> (SharedFolderState.Entry?, UInt32, Bool) in
-            let expired = s.listings[inode].map { now - $0.fetchedAt >= lifetime } ?? false
+            var expired = s.listings[inode].map { now - $0.fetchedAt >= lifetime } ?? false
+            if expired {
+                if let last = s.backgroundListing[inode], now - last < lifetime {
+                    expired = false
+                } else {
+                    s.backgroundListing[inode] = now
+                }
+            }
             return (s.nodes[inode], s.stamps[inode] ?? 0, expired)
         }
         guard let entry = found else { throw .stale }
