@@ -69,6 +69,17 @@ def test_shared_folders_are_shown_and_read_through_their_namespaces(fake_factory
     assert not any(r.startswith("sharing/mount") for r in routes), routes
 
 
+def test_pins_and_history_are_not_offered_in_the_view(binary, fake_factory, mount_factory):
+    fake = fake_factory()
+    shared_account(fake)
+    m = mount_factory(fake, "--shared-folders")
+    photos = os.path.join(m.path, VIEW, "Photos")
+    r = run(binary, "pin", photos)
+    assert r.returncode != 0 and b"not kept offline" in r.stderr, (r.returncode, r.stdout, r.stderr)
+    assert not os.path.exists(os.path.join(photos, ".dropboxfs-versions"))
+    assert not os.path.exists(os.path.join(photos, "2024", ".dropboxfs-deleted"))
+
+
 def test_changes_and_shares_appear_after_the_lifetime(fake_factory, mount_factory):
     fake = fake_factory()
     ids = shared_account(fake)
