@@ -180,6 +180,21 @@ extension CoreTests {
             #expect(try await Self.listed(fs, through.inode) == [])
         }
 
+        @Test func offlineTheViewFailsFastLikeAFolderNotListedYet() async throws {
+            let fake = InMemoryDropbox()
+            fake.shareFolder("Photos").namespace.addFile("/a.txt", contents: [1])
+            var o = options()
+            o.sharedFolders = SharedFoldersOptions(routes: fake, lifetime: 30)
+            let fs = Filesystem(client: fake, options: o, connectivity: Connectivity(offline: true, retryInterval: 3600))
+            do {
+                _ = try await Self.listed(fs, SharedFolders.topInode)
+                Issue.record("listed the shared folders offline")
+            } catch let error as FilesystemError {
+                #expect(error == .offline && error.errno == ENETUNREACH)
+            }
+            #expect(fake.callCount(.listFolder) == 0)
+        }
+
         @Test func aCursorResetAndRefillLeaveTheViewIntact() async throws {
             let fake = InMemoryDropbox()
             fake.addFile("/docs/a.txt", contents: [1])
