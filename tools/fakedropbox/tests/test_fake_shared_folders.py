@@ -140,3 +140,23 @@ def test_control_rejects_bad_input(fd):
         with pytest.raises(ControlError) as e:
             fd._call("POST", "/_control/shared_folders", bad)
         assert e.value.status == 400
+
+
+def test_namespace_revisions_and_thumbnails(fd):
+    sid = fd.add_shared_folder("History")["shared_folder_id"]
+    ns = fd.in_namespace(sid)
+    ns.add_file("/doc.txt", b"first\n")
+    ns.add_file("/doc.txt", b"second\n")
+    r = fd.rpc("files/list_revisions", {"path": "/doc.txt"}, headers=ns_header(sid))
+    assert r.status == 200, r.text
+    revs = [e["rev"] for e in r.json()["entries"]]
+    assert len(revs) == 2
+    old = fd.download("rev:" + revs[1], headers=ns_header(sid))
+    assert old.status == 200 and old.body == b"first\n"
+    # Not in the account's own namespace.
+    assert fd.rpc("files/list_revisions", {"path": "/doc.txt"}).status == 409
+    r = fd.rpc("files/get_thumbnail_batch", {"entries": [{"path": "/doc.txt"}]}, headers=ns_header(sid))
+    assert r.status == 200, r.text
+    assert r.json()["entries"][0][".tag"] == "failure"   # a text file has no thumbnail, in its namespace
+    r = fd.rpc("files/get_thumbnail_batch", {"entries": [{"path": "/doc.txt"}]})
+    assert r.json()["entries"][0]["failure"]["path"][".tag"] == "not_found"
