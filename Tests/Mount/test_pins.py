@@ -1,7 +1,8 @@
 """Available offline through the real mount (docs/SEMANTICS.md "Available offline"): `dropboxfs pin`
 keeps a folder's files in the disk cache (the daemon downloads them in the background), `pinned`
 shows them present, the xattr and `status` say so; after a remount with Dropbox gone the pinned
-files read with the fake's bytes; a pinned file changed on the server is fetched again by itself;
+files read with the fake's bytes; a pinned file changed on the server is fetched again by itself; a
+pinned folder moved on Dropbox stays pinned under its new path, also when it moved while unmounted;
 eviction under a small cache cap never drops a pinned file, and does once it is unpinned; a pin that
 does not fit (in the cache's cap, or in the free space of its disk: a small tmpfs), or one on a mount
 without a disk cache, is refused with a clear message; a pin made offline is downloaded once Dropbox
@@ -121,6 +122,28 @@ def test_a_pinned_file_changed_on_the_server_is_fetched_again(binary, fake_facto
     wait_until(lambda: new in cached(tmp_path), timeout=30, interval=0.1, message="the new content downloaded")
     wait_present(binary, m, "/Keep")
     assert sha256(open(f"{m.path}/Keep/a.bin", "rb").read()) == sha256(fake.content("/Keep/a.bin"))
+
+
+def test_a_pinned_folder_moved_on_dropbox_stays_pinned(binary, fake_factory, mount_factory, tmp_path):
+    fake = fake_factory()
+    names = keep_files(fake)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    assert run(binary, "pin", f"{m.path}/Keep").returncode == 0
+    wait_present(binary, m, "/Keep")
+    fake.move("/Keep", "/Projects/Keep")
+    listed = wait_present(binary, m, "/Projects/Keep")
+    assert [p["path"] for p in listed] == ["/Projects/Keep"], listed
+    assert os.getxattr(f"{m.path}/Projects/Keep/sub", "user.dropboxfs.offline") == b"present 2/2 files"
+    m.unmount()
+
+    # Moved again while nothing is mounted: the remount's catch-up shows the move, and the pin follows.
+    fake.move("/Projects/Keep", "/Kept")
+    m2 = mount_factory(fake, mountpoint=m.path)
+    listed = wait_present(binary, m2, "/Kept")
+    assert [p["path"] for p in listed] == ["/Kept"], listed
+    known = hashes(fake)
+    assert {known["/Kept" + n[len("/Keep"):]] for n in names} <= cached(tmp_path)
 
 
 def test_eviction_never_drops_a_pinned_file_and_does_once_unpinned(binary, fake_factory, mount_factory, tmp_path):

@@ -13,6 +13,12 @@ included). `cp -r`'s copy is compared with the tmpfs copy
 read-ahead. Each of --runs runs (default 1) is reported on its own; --no-off skips the runs
 without read-ahead (each takes about a minute per command at 30 ms).
 
+Beside them, a model of `files/download_zip` (one request per folder instead of one per file):
+this process fetches each folder's zip from the fake at the same latency, one folder at a time in
+walk order and then 4 at a time, checks every member against the listing's content_hash and
+writes the files to tmpfs. It measures the transfer only: the fake makes a zip at once, Dropbox's
+time to make one is not known.
+
 Usage: scripts/bench-small-files [--files N] [--folders N] [--mean-kib K] [--latency-ms MS]
                                  [--runs N] [--no-off] [--bin PATH]
 The binary defaults to .build-rel/release/dropboxfs (`swift build -c release --scratch-path
@@ -20,6 +26,11 @@ The binary defaults to .build-rel/release/dropboxfs (`swift build -c release --s
 """
 
 import argparse
+import concurrent.futures
+import hashlib
+import http.client
+import io
+import json
 import os
 import random
 import shutil
@@ -27,8 +38,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
-from .harness import (DEFAULT_BIN, RES, FakeDropbox, Mount, install_signal_handlers, log, machine_info,
+from .harness import (DEFAULT_BIN, RES, TOKEN, FakeDropbox, Mount, install_signal_handlers, log, machine_info,
                       machine_line, print_table, ratio_str, run_cleaning_up, run_timed)
 
 TARGET_S = 3.0
@@ -72,6 +84,57 @@ def run_command(name, root, scratch):
     target = os.path.join(scratch, "copy")
     dt, _, _ = run_timed(["cp", "-r", root, target])
     return dt, target
+
+
+def content_hash(data):
+    """Dropbox's content_hash: SHA-256 over the SHA-256 of each 4 MiB block."""
+    blocks = b"".join(hashlib.sha256(data[i:i + (4 << 20)]).digest() for i in range(0, len(data), 4 << 20))
+    return hashlib.sha256(blocks).hexdigest()
+
+
+def zip_model(fake, hashes, latency_ms, parallel, scratch):
+    """Seconds to fetch /small's folders by files/download_zip, `parallel` at a time in walk order,
+    check every member against `hashes` ({path_lower: content_hash}) and write it to tmpfs."""
+    folders = sorted({path.rsplit("/", 1)[0] for path in hashes})
+    target = tempfile.mkdtemp(prefix="bench-small-zip-", dir=scratch)
+
+    def fetch(folder):
+        conn = http.client.HTTPConnection("127.0.0.1", fake.port, timeout=120)
+        conn.request("POST", "/2/files/download_zip", b"", {
+            "Authorization": "Bearer " + TOKEN, "Dropbox-API-Arg": json.dumps({"path": folder})})
+        reply = conn.getresponse()
+        body = reply.read()
+        conn.close()
+        if reply.status != 200:
+            sys.exit("download_zip %s: %d %s" % (folder, reply.status, body[:200]))
+        checked = 0
+        with zipfile.ZipFile(io.BytesIO(body)) as z:
+            for info in z.infolist():
+                if info.is_dir():
+                    continue
+                data = z.read(info)
+                path = folder.rsplit("/", 1)[0] + "/" + info.filename
+                if content_hash(data) != hashes[path.lower()]:
+                    sys.exit("download_zip: %s does not match its content_hash" % path)
+                local = os.path.join(target, info.filename)
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                with open(local, "wb") as f:
+                    f.write(data)
+                checked += 1
+        return checked
+
+    fake.config(latency_ms=latency_ms)
+    fake.reset_stats()
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+        checked = sum(pool.map(fetch, folders))
+    seconds = time.monotonic() - start
+    requests = fake.stats()["routes"].get("files/download_zip", 0)
+    fake.config(latency_ms=0)
+    shutil.rmtree(target)
+    if checked != len(hashes):
+        sys.exit("download_zip: %d files checked of %d" % (checked, len(hashes)))
+    return seconds, requests
 
 
 def measure(binary, fake, tmp_root, workdir, latency_ms, modes):
@@ -163,11 +226,17 @@ def main():
         log("%d files, %.1f MB in %d folders (mean %.1f KB), tmpfs copy made in %.1f s; %d ms per request"
             % (len(sizes), sum(sizes.values()) / 1e6, args.folders, sum(sizes.values()) / len(sizes) / 1e3,
                time.monotonic() - t0, args.latency_ms))
+        hashes = {e["path_lower"]: e["content_hash"] for e in fake.tree() if e.get("tag") == "file"}
         for run in range(1, args.runs + 1):
             log("\nrun %d of %d (cold: a fresh mount and cache folder per command and mode)" % (run, args.runs))
             result = measure(args.bin, fake, tmp_root, workdir, args.latency_ms, modes)
             log("")
             report(result, modes)
+            for parallel in (1, 4):
+                seconds, requests = zip_model(fake, hashes, args.latency_ms, parallel, workdir)
+                log("download_zip model, %d folder%s at a time: %.2f s for every file fetched, checked and written"
+                    " (%d requests; the fake makes a zip at once)"
+                    % (parallel, "" if parallel == 1 else "s", seconds, requests))
         log("")
         log(machine_line(info))
 

@@ -94,14 +94,16 @@ public final class Filesystem: Sendable {
             tree: tree, client: gate,
             syncClient: ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: false),
             connectivity: connectivity, options: options, restoring: stored)
-        let pins = options.store?.pins() ?? []
+        let storedPins = options.store?.storedPins() ?? []
+        let pins = storedPins.map(\.path)
         let reader = FileReader(
             client: gate, options: options.reader, invalidations: tree.invalidations,
             pinnedKeys: stored.map { OfflineKeeper.pinnedKeys(pins, in: $0.tree) } ?? [])
         self.reader = reader
         let sync = self.sync
         self.offline = OfflineKeeper(
-            pins: pins, tree: tree, diskCache: reader.diskCache, client: gate, connectivity: connectivity,
+            pins: pins, ids: Dictionary(storedPins.map { ($0.path, $0.id) }, uniquingKeysWith: { first, _ in first }),
+            tree: tree, diskCache: reader.diskCache, client: gate, connectivity: connectivity,
             store: options.store, diskQueue: reader.diskQueue, monotonicNow: options.monotonicNow,
             listFolder: { folder in try? await sync.ensureListed(folder) })
         self.exports = ExportedDocuments(reader: reader, spillDirectory: options.reader.diskCache?.directory)

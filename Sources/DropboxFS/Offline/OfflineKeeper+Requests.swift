@@ -19,11 +19,14 @@ extension OfflineKeeper {
         }
         // The pins are read before the tree's lock is taken: `state` is never taken inside it.
         let current = self.pins
-        let (path, coverage, others) = tree.read { t -> (String, PinCoverage, [PinCoverage]) in
+        let (path, id, coverage, others) = tree.read { t -> (String, String, PinCoverage, [PinCoverage]) in
             let path = t.tree.path(of: index)
             let shown = path.isEmpty ? "/" : path
             let pins = current.filter { !PinPlan.covers(shown, $0) }
-            return (shown, PinPlan.coverage(of: shown, in: t.tree), pins.map { PinPlan.coverage(of: $0, in: t.tree) })
+            return (
+                shown, t.tree.node(index)?.id ?? "", PinPlan.coverage(of: shown, in: t.tree),
+                pins.map { PinPlan.coverage(of: $0, in: t.tree) }
+            )
         }
         if let outer = current.first(where: { PinPlan.covers($0, path) && !PinPlan.samePath($0, path) }) {
             return "refused: \(path) is available offline already, inside the pin \(outer)"
@@ -39,14 +42,16 @@ extension OfflineKeeper {
         {
             return "refused: " + refusal
         }
-        let stored = state.withLock { s -> [String] in
+        let stored = state.withLock { s -> (pins: [String], ids: [String: String]) in
+            for inner in s.pins where PinPlan.covers(path, inner) { s.ids[inner] = nil }
             s.pins.removeAll { PinPlan.covers(path, $0) }
             s.pins.append(path)
             s.pins.sort()
+            s.ids[path] = id
             s.dirty = true
-            return s.pins
+            return (s.pins, s.ids)
         }
-        store?.storePins(stored)
+        store?.storePins(stored.pins, ids: stored.ids)
         var answer = "pinned \(path): \(coverage.files.count) files, \(PinSpace.format(coverage.bytes))"
         answer += newBytes > 0 ? ", \(PinSpace.format(newBytes)) to download" : ", all present"
         if coverage.unavailable > 0 { answer += "; \(coverage.unavailable) cannot be kept (export-only documents)" }
@@ -59,19 +64,20 @@ extension OfflineKeeper {
     func unpin(_ index: UInt32) -> String {
         let path = tree.read { t in t.tree.path(of: index) }
         let shown = path.isEmpty ? "/" : path
-        let result = state.withLock { s -> (removed: String?, outer: String?, pins: [String]) in
+        let result = state.withLock { s -> (removed: String?, outer: String?, pins: [String], ids: [String: String]) in
             if let at = s.pins.firstIndex(where: { PinPlan.samePath($0, shown) }) {
                 let removed = s.pins.remove(at: at)
+                s.ids[removed] = nil
                 s.dirty = true
-                return (removed, nil, s.pins)
+                return (removed, nil, s.pins, s.ids)
             }
-            return (nil, s.pins.first { PinPlan.covers($0, shown) }, s.pins)
+            return (nil, s.pins.first { PinPlan.covers($0, shown) }, s.pins, s.ids)
         }
         guard let removed = result.removed else {
             if let outer = result.outer { return "refused: \(shown) is not pinned itself: it is inside the pin \(outer)" }
             return "refused: \(shown) is not pinned"
         }
-        store?.storePins(result.pins)
+        store?.storePins(result.pins, ids: result.ids)
         // The keys it alone kept may be evicted from now on.
         let keep = tree.read { t in Self.pinnedKeys(result.pins, in: t.tree) }
         diskCache?.setPinned(keep)

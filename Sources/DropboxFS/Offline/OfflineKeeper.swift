@@ -34,6 +34,9 @@ final class OfflineKeeper: Sendable {
 
     struct State {
         var pins: [String]
+        /// The Dropbox id of the entry each pin named when it was made ("" or absent: not known),
+        /// so the pin follows the entry when Dropbox moves it (`followMoves`).
+        var ids: [String: String] = [:]
         /// What each pin covered at the last pass.
         var coverage: [PinCoverage] = []
         /// Contents whose last download failed, by key.
@@ -75,7 +78,7 @@ final class OfflineKeeper: Sendable {
     let listingsPerPass = 16
 
     init(
-        pins: [String], tree: LiveTree, diskCache: DiskCache?, client: any DropboxClient, connectivity: Connectivity,
+        pins: [String], ids: [String: String] = [:], tree: LiveTree, diskCache: DiskCache?, client: any DropboxClient, connectivity: Connectivity,
         store: TreeStore?, diskQueue: DispatchQueue, monotonicNow: @escaping @Sendable () -> Double,
         listFolder: @escaping @Sendable (UInt32) async -> Void = { _ in }
     ) {
@@ -87,7 +90,7 @@ final class OfflineKeeper: Sendable {
         self.store = store
         self.diskQueue = diskQueue
         self.monotonicNow = monotonicNow
-        self.state = Mutex(State(pins: pins))
+        self.state = Mutex(State(pins: pins, ids: ids))
     }
 
     /// The keys of the contents `pins` cover in `tree`, for the disk cache's trim at open.
@@ -96,6 +99,59 @@ final class OfflineKeeper: Sendable {
     }
 
     var pins: [String] { state.withLock { $0.pins } }
+
+    /// Moves each pin whose entry Dropbox moved or renamed (its path shows another entry or none,
+    /// and its id is found elsewhere in the tree) to the entry's new path, stores the pins and logs
+    /// it. A pin whose entry is gone stays (shown as missing) until the user unpins it. A pin that
+    /// lands inside another pin is absorbed by it; pins inside the new path are absorbed by it. A
+    /// pin stored without an id (by a dropboxfs that kept none), or whose entry is gone while
+    /// another took its path, learns the id of the entry at its path.
+    func followMoves() {
+        let (pins, ids) = state.withLock { ($0.pins, $0.ids) }
+        typealias Found = (moves: [(from: String, to: String, id: String)], learned: [String: String])
+        let found = tree.read { t -> Found in
+            var result: Found = ([], [:])
+            for path in pins {
+                let at = PinPlan.index(of: path, in: t.tree)
+                let atID = at.flatMap { t.tree.node($0)?.id } ?? ""
+                guard let id = ids[path], !id.isEmpty else {
+                    if !atID.isEmpty { result.learned[path] = atID }
+                    continue
+                }
+                if atID == id { continue }
+                guard let moved = t.tree.index(ofID: id) else {
+                    // Its entry is gone; another one took its path: the pin keeps the path, and
+                    // knows the new entry (so later passes need not look for the old one).
+                    if !atID.isEmpty { result.learned[path] = atID }
+                    continue
+                }
+                let now = t.tree.path(of: moved)
+                result.moves.append((path, now.isEmpty ? "/" : now, id))
+            }
+            return result
+        }
+        guard !found.moves.isEmpty || !found.learned.isEmpty else { return }
+        let stored = state.withLock { s -> (pins: [String], ids: [String: String]) in
+            for (path, id) in found.learned where s.pins.contains(path) && s.ids[path] == ids[path] { s.ids[path] = id }
+            for move in found.moves {
+                guard let at = s.pins.firstIndex(of: move.from) else { continue }
+                s.pins.remove(at: at)
+                s.ids[move.from] = nil
+                if s.pins.contains(where: { PinPlan.covers($0, move.to) }) { continue }
+                for inner in s.pins where PinPlan.covers(move.to, inner) { s.ids[inner] = nil }
+                s.pins.removeAll { PinPlan.covers(move.to, $0) }
+                s.pins.append(move.to)
+                s.ids[move.to] = move.id
+            }
+            s.pins.sort()
+            if !found.moves.isEmpty { s.dirty = true }
+            return (s.pins, s.ids)
+        }
+        store?.storePins(stored.pins, ids: stored.ids)
+        for move in found.moves {
+            Log.info("available offline: \(Log.quoted(move.from)) was moved on Dropbox to \(Log.quoted(move.to)); its pin follows it")
+        }
+    }
 
     // MARK: the loop
 
@@ -141,6 +197,7 @@ final class OfflineKeeper: Sendable {
     @discardableResult
     func keepOnce() async -> Bool {
         guard let diskCache else { return true }
+        followMoves()
         let pins = self.pins
         let coverage = tree.read { t in pins.map { PinPlan.coverage(of: $0, in: t.tree) } }
         var wanted: [String: PinnedContent] = [:]

@@ -343,7 +343,7 @@ public final class TreeStore: Sendable {
         guard meta["account_id"] == identity.accountID, meta["root"] == identity.rootText,
             meta["endpoint"] == identity.endpoint
         else { throw StoreMismatch(description: "of another account, root or server") }
-        if version == 2 { try migrateToPins(database) }
+        if version == 2 { try migrateToPins(database) } else { try addPinIDs(database) }
         return try Connection(database)
     }
 

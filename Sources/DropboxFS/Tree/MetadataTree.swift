@@ -213,6 +213,18 @@ struct MetadataTree {
     }
 
     /// The display path of an attached node ("/a/b"; "" for the root), built from the nodes' own names.
+    /// The entry whose Dropbox id is `id` (a scan of every node: for the rare caller that must
+    /// find an entry moved since it last knew its path, such as a pin; OfflineKeeper.followMoves).
+    func index(ofID id: String) -> UInt32? {
+        guard !id.isEmpty else { return nil }
+        let packed = Node.packedID(id)
+        for index in 1..<nodes.count {
+            let node = nodes[index]
+            if node.attached, node.hasID(packed: packed, text: id) { return UInt32(index) }
+        }
+        return nil
+    }
+
     func path(of index: UInt32) -> String {
         var parts: [String] = []
         var current = index

@@ -298,6 +298,19 @@ struct Node {
             id: id ?? spill?.id, rev: rev ?? spill?.rev, mtime: mtime ?? spill?.mtime, ctime: ctime ?? spill?.ctime)
     }
 
+    /// Whether this node's `id` is `packed` (from `packID`), or `text` when that did not pack:
+    /// compared without building a string for a packed id.
+    func hasID(packed: (UInt64, UInt64, UInt8)?, text: String) -> Bool {
+        if let packed, idForm & 3 == 1 { return (idLow, idHigh, idForm) == packed }
+        guard packed == nil, idForm & 3 == 3 else { return false }
+        return id == text
+    }
+
+    /// `id`'s packed form, for `hasID`; nil when it does not pack.
+    static func packedID(_ id: String) -> (UInt64, UInt64, UInt8)? {
+        withUTF8(id, packID)
+    }
+
     /// Whether `id` and `rev` are the same as `other`'s (without building the strings when packed).
     func sameIDAndRev(as other: Node) -> Bool {
         if idForm == other.idForm && revForm == other.revForm && idLow == other.idLow && idHigh == other.idHigh

@@ -124,6 +124,39 @@ extension CoreTests {
             #expect(try await Self.readAll(m, "/keep/a.bin") == [UInt8](repeating: 7, count: 100_000))
         }
 
+        @Test func aPinFollowsItsFolderMovedOnDropbox() async throws {
+            let m = try await Self.mount(capacity: 2048 * K)
+            defer { m.fs.stop() }
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/keep")
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/more")
+            try await m.waitKept(["/keep/a.bin", "/keep/sub/b.bin", "/more/big.bin"])
+            m.fake.move(from: "/keep", to: "/kept")
+            try await CoreTests.waitUntil("the move reached the tree") {
+                m.fs.tree.read { t in PinPlan.index(of: "/kept/sub/b.bin", in: t.tree) != nil }
+            }
+            await m.fs.offline.keepOnce()
+            #expect(m.fs.offline.pins == ["/kept", "/more"])
+            #expect(m.fs.offline.attribute(of: try await m.index("/kept")) == "present 2/2 files")
+            #expect(m.fs.offline.reports().map(\.state) == ["present", "present"])
+            // Moved into another pin: absorbed by it.
+            m.fake.move(from: "/kept", to: "/more/kept")
+            try await CoreTests.waitUntil("the second move reached the tree") {
+                m.fs.tree.read { t in PinPlan.index(of: "/more/kept/a.bin", in: t.tree) != nil }
+            }
+            await m.fs.offline.keepOnce()
+            #expect(m.fs.offline.pins == ["/more"])
+            #expect(m.fs.offline.attribute(of: try await m.index("/more")) == "present 3/3 files")
+            // A pinned folder deleted, and another made at its path: the pin keeps the path.
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/other")
+            m.fake.delete("/other")
+            m.fake.addFile("/other/new.bin", size: 10 * K, seed: 9)
+            try await CoreTests.waitUntil("the new folder reached the tree") {
+                m.fs.tree.read { t in PinPlan.index(of: "/other/new.bin", in: t.tree) != nil }
+            }
+            try await m.waitKept(["/other/new.bin"])
+            #expect(m.fs.offline.pins == ["/more", "/other"])
+        }
+
         @Test func evictionNeverDropsAPinnedEntryUntilItIsUnpinned() async throws {
             let m = try await Self.mount(capacity: 1024 * K)
             defer { m.fs.stop() }
@@ -217,6 +250,48 @@ extension CoreTests {
             }
             #expect(second.offline.pins == ["/keep"])
             #expect(try m.cached() == [try m.hash("/keep/a.bin"), try m.hash("/keep/sub/b.bin")])
+        }
+
+        @Test func aPinMovedWhileNothingWasMountedIsFollowedAtTheRemount() async throws {
+            let storeFolder = TreeStoreTests.folder()
+            defer { try? FileManager.default.removeItem(atPath: storeFolder) }
+            let cache = try TemporaryFolder()
+            let fake = InMemoryDropbox()
+            fake.addFile("/keep/a.bin", size: 300 * K, seed: 1)
+            fake.addFile("/keep/sub/b.bin", size: 200 * K, seed: 2)
+            func mount() throws -> (Filesystem, TreeStore) {
+                let store = try TreeStoreTests.open(storeFolder)
+                let stored = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+                var options = CoreTests.options(prefetch: true, watchChanges: true)
+                options.store = store
+                options.reader = ReaderOptions(diskCache: DiskCacheOptions(directory: cache.path, capacity: 2048 * K))
+                return (Filesystem(client: fake, options: options, restoring: stored), store)
+            }
+            let (first, firstStore) = try mount()
+            first.startSync()
+            #expect(await first.waitUntilCaughtUp(seconds: 60))
+            let m = Mounted(fs: first, fake: fake, folder: cache)
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/keep")
+            try await m.waitKept(["/keep/a.bin", "/keep/sub/b.bin"])
+            first.stop()
+            firstStore.close()
+
+            fake.move(from: "/keep", to: "/Projects/keep")
+            let (second, secondStore) = try mount()
+            defer {
+                second.stop()
+                secondStore.close()
+            }
+            #expect(second.offline.pins == ["/keep"], "as stored")
+            second.startSync()
+            #expect(await second.waitUntilCaughtUp(seconds: 60))
+            await second.offline.keepOnce()
+            #expect(second.offline.pins == ["/Projects/keep"])
+            second.finishDiskCacheWrites()
+            #expect(try m.cached() == [try m.hash("/Projects/keep/a.bin"), try m.hash("/Projects/keep/sub/b.bin")])
+            // The store's queue writes the pins before it answers this read.
+            #expect(secondStore.storedPins().map(\.path) == ["/Projects/keep"])
+            #expect(secondStore.storedPins().first?.id.hasPrefix("id:") == true)
         }
 
         @Test func theSpaceCheckSaysTheNumbers() {

@@ -1,5 +1,6 @@
-// The pins of "available offline" in the tree store: kept across a close and reopen, and a store
-// of schema version 2 (before pins) is upgraded in place, its rows kept, not set aside.
+// The pins of "available offline" in the tree store: kept across a close and reopen with the ids of
+// their entries, a store of schema version 2 (before pins) is upgraded in place, its rows kept, not
+// set aside, and a pins table of before the ids gets the column.
 
 import DropboxAPI
 import Foundation
@@ -23,6 +24,40 @@ extension CoreTests {
             let third = try TreeStoreTests.open(folder)
             #expect(third.pins() == ["/b"])
             third.close()
+        }
+
+        @Test func pinsKeepTheIDsOfTheirEntries() throws {
+            let folder = TreeStoreTests.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let store = try TreeStoreTests.open(folder)
+            store.storePins(["/a", "/b"], ids: ["/a": "id:AAAAAAAAAAAAAAAAAAAAAA"])
+            store.close()
+            let again = try TreeStoreTests.open(folder)
+            #expect(again.storedPins().map(\.path) == ["/a", "/b"])
+            #expect(again.storedPins().map(\.id) == ["id:AAAAAAAAAAAAAAAAAAAAAA", ""])
+            again.close()
+        }
+
+        @Test func aPinsTableWithoutIDsGetsTheColumnAndKeepsItsPaths() throws {
+            let folder = TreeStoreTests.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let store = try TreeStoreTests.open(folder)
+            let path = store.path
+            store.close()
+            // Made as the first stores of version 3 had it: the pins table without the id column.
+            let old = try SQLiteDatabase(path: path)
+            try old.execute(
+                "DROP TABLE pins; CREATE TABLE pins(path TEXT PRIMARY KEY) WITHOUT ROWID; "
+                    + "INSERT INTO pins(path) VALUES ('/kept')")
+            old.close()
+            let upgraded = try TreeStoreTests.open(folder)
+            #expect(upgraded.storedPins().map(\.path) == ["/kept"])
+            #expect(upgraded.storedPins().map(\.id) == [""])
+            upgraded.storePins(["/kept"], ids: ["/kept": "id:BBBBBBBBBBBBBBBBBBBBBB"])
+            upgraded.close()
+            let reopened = try TreeStoreTests.open(folder)
+            #expect(reopened.storedPins().map(\.id) == ["id:BBBBBBBBBBBBBBBBBBBBBB"])
+            reopened.close()
         }
 
         @Test func aVersion2StoreIsUpgradedInPlace() throws {

@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.parse
 
-from . import control, links, revisions, routes_files, routes_users, sharedfolders
+from . import control, links, revisions, routes_files, routes_users, sharedfolders, zips
 from .httpio import (Reply, auth_error, bad_request, error_reply, json_reply,
                      rate_limited_json, rate_limited_text, text_reply)
 from .routes_files import ArgError
@@ -32,6 +32,7 @@ ROUTES.update(routes_users.ROUTES)
 ROUTES.update(revisions.ROUTES)
 ROUTES.update(links.ROUTES)
 ROUTES.update(sharedfolders.ROUTES)
+ROUTES.update(zips.ROUTES)
 VOID_ROUTES = {"users/get_current_account", "users/get_space_usage", "auth/token/revoke"}
 RPC_CTS = ("application/json", "application/json; charset=utf-8",
            "text/plain; charset=dropbox-cors-hack")
