@@ -91,9 +91,12 @@ struct InMemoryDropboxStore: Sendable {
     var cursorAccount: String?
     /// Shared links by URL (InMemoryDropboxLinks.swift).
     var links: [String: StoredLink] = [:]
+    /// Folders shared with the account, in the order shared (InMemoryDropboxSharedFolders.swift).
+    var sharedFolders: [StoredSharedFolder] = []
 
     private var nextId = 0
-    private var nextRev = 0
+    /// The last revision number made (a shared folder's namespace starts its own far above).
+    var nextRev = 0
     /// server_modified of the next change; starts in the past (clients distrust future times).
     private var clock: Int64 = 1_700_000_000
 

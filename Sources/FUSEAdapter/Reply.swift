@@ -159,7 +159,7 @@ enum StatConversion {
         param.generation = a.generation
         param.attr = stat(a)
         param.attr_timeout = timeouts.attributes(of: a)
-        param.entry_timeout = timeouts.entry
+        param.entry_timeout = a.entryCacheable ? timeouts.entry : 0
         return param
     }
 

@@ -151,7 +151,8 @@ enum Options {
                 mountOption: true),
             OptionSpec(
                 name: "dir-cache-time", value: "DURATION",
-                help: "with --no-watch: how long a folder listing is trusted before it is listed again (default 60s)",
+                help: "with --no-watch, --shared-link, and for --shared-folders: how long a folder listing is trusted "
+                    + "before it is listed again (default 60s)",
                 mountOption: true),
             OptionSpec(
                 name: "spin-us", value: "N",
@@ -163,6 +164,12 @@ enum Options {
                 help: "once a process (each of its threads) has been listed N entries, list files to it by name and "
                     + "type only, which is all `find` needs: faster big walks, no kernel inode per file; its first "
                     + "stat of such a file gives it full listings again (default 200000; 0: always full listings)",
+                mountOption: true),
+            OptionSpec(
+                name: "shared-folders",
+                help: "also show the folders shared with you that you have not added to your Dropbox, read-only, in a "
+                    + "folder named Shared with me at the top (they are not added); listed again after --dir-cache-time "
+                    + "(default 60s); needs the sharing.read permission",
                 mountOption: true),
             OptionSpec(
                 name: "hide-no-access",

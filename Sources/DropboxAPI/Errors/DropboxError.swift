@@ -141,6 +141,8 @@ extension DropboxError: CustomStringConvertible {
         case .sharedLink(let failure): return failure.description
         case .routeError(let summary): return "Dropbox error: \(summary)"
         case .rangeNotSatisfiable: return "the requested byte range is outside the file"
+        case .pathRoot(let tag) where tag == "no_permission":
+            return "Dropbox refuses this account access to the namespace asked for (no_permission)"
         case .pathRoot(let tag):
             return "Dropbox no longer accepts this account's team space root (\(tag)): the account joined or "
                 + "left a team space; unmount and mount again"

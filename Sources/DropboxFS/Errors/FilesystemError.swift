@@ -60,9 +60,17 @@ public enum Restriction: Sendable, Equatable, CustomStringConvertible {
     case noAccessFolder(String)
     /// A file Dropbox blocks (`restricted_content`: a copyright or legal hold).
     case restrictedContent
+    /// A folder shared with the account whose namespace Dropbox will not let it read
+    /// (`no_permission`; SharedFolders/).
+    case sharedFolderNotReadable(String)
+    /// The app may not list the folders shared with the account (it lacks this permission, e.g.
+    /// `sharing.read`); logged once with how to grant it.
+    case appPermission(String)
 
     public var description: String {
         switch self {
+        case .appPermission(let scope): return "the Dropbox app lacks the permission '\(scope)'"
+        case .sharedFolderNotReadable(let name): return "Dropbox does not let this account read the shared folder \(name) (no_permission)"
         case .noAccessFolder(let path): return "\(path) is a folder this account may not open (no_access)"
         case .restrictedContent: return "Dropbox blocks this file's content (restricted_content)"
         }

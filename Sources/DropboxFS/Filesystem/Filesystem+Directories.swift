@@ -43,6 +43,7 @@ extension Filesystem {
     /// Opens a folder for the kernel: now when it is listed, later once it is listed and, for a
     /// file manager, once the folder's thumbnails are written (or after a short wait).
     public func openDirectory(_ inode: UInt64, caller: Caller) -> Answer<OpenedDirectory> {
+        if SharedFolders.owns(inode), let sharedFolders { return openSharedDirectory(inode, sharedFolders) }
         if HistoryViews.owns(inode) { return openHistoryDirectory(inode) }
         return .deciding { () throws(FilesystemError) -> Answer<OpenedDirectory> in
             if try servesNow(inode, firstPiece: true, caller: caller) { return .now(.success(openedDirectory(inode))) }
@@ -62,12 +63,29 @@ extension Filesystem {
     public func readDirectory<Piece: DirectoryPiece>(
         _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, caller: Caller, into piece: Piece
     ) -> Answer<Piece> {
+        if SharedFolders.owns(inode), let sharedFolders { return readSharedDirectory(inode, from: cookie, into: piece, sharedFolders) }
         if HistoryViews.owns(inode) { return readHistoryDirectory(inode, from: cookie, into: piece) }
         let firstPiece = cookie == 0
         let lean = countingLookups && listsLean(caller, folder: inode, firstPiece: firstPiece)
         let fill: @Sendable () throws(FilesystemError) -> Piece = { [self] () throws(FilesystemError) -> Piece in
             var piece = piece
             var added = 0
+            if inode == Self.rootInode, let sharedFolders {
+                var hid = false
+                try readRootWithSharedFolders(from: cookie, piece: &piece, sharedFolders) { hiding, add throws(FilesystemError) in
+                    hid = try tree.readDirectory(
+                        try Self.index(inode), from: cookie, countingLookups: countingLookups, leanFiles: lean,
+                        ownership: options.ownership, hiding: hiding
+                    ) { entry, next in
+                        let fits = add(entry, next)
+                        if fits { added += 1 }
+                        return fits
+                    }
+                }
+                if hid { noteSharedFoldersNameTaken() }
+                if countingLookups { walkers.handed(pid: caller.pid, entries: added) }
+                return piece
+            }
             try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: lean) { entry, next in
                 let fits = piece.add(entry, nextOffset: next)
                 if fits { added += 1 }

@@ -14,6 +14,7 @@ extension Filesystem {
     /// file manager, thumbnailer or content sniffer may read the folder's next files ahead
     /// (FolderReadAhead.swift).
     public func open(_ inode: UInt64, caller: Caller = .anonymous) -> Answer<OpenedFile> {
+        if SharedFolders.owns(inode), let sharedFolders { return openSharedFile(inode, sharedFolders) }
         if HistoryViews.owns(inode) { return openHistoryFile(inode) }
         let ranged = readsRanges(caller)
         noteOpenForReadAhead(inode, caller: caller, readsRanges: ranged)

@@ -19,6 +19,7 @@ extension Filesystem {
     /// such name. On success the kernel holds one more reference to the returned inode (released
     /// through `forget`). Names match byte for byte (SEMANTICS.md).
     public func lookup(parent: UInt64, name: String, caller: Caller) -> Answer<FileAttributes> {
+        if let shared = sharedFoldersLookup(parent: parent, name: name) { return shared }
         if let hidden = historyLookup(parent: parent, name: name) { return hidden }
         let later = Answer<FileAttributes>.later { [self] () async throws(FilesystemError) -> FileAttributes in
             try await lookupListing(parent: parent, name: name, caller: caller)
@@ -77,6 +78,7 @@ extension Filesystem {
 
     /// The attributes of a known inode.
     public func attributes(of inode: UInt64) throws(FilesystemError) -> FileAttributes {
+        if SharedFolders.owns(inode) { return try sharedView().attributes(of: inode) }
         if HistoryViews.owns(inode) { return try history.attributes(of: inode) }
         let index = try Self.index(inode)
         return try tree.attributes(of: index, ownership: options.ownership)
@@ -109,6 +111,7 @@ extension Filesystem {
 
     /// The extended attributes of an inode, in a stable order.
     public func extendedAttributes(of inode: UInt64) throws(FilesystemError) -> [(name: String, value: String)] {
+        if SharedFolders.owns(inode) { return try sharedView().extendedAttributes(of: inode) }
         if HistoryViews.owns(inode) { return try history.extendedAttributes(of: inode) }
         let index = try Self.index(inode)
         if index == MetadataTree.rootIndex { return [(Self.statusAttribute, syncStatus())] }
@@ -121,6 +124,20 @@ extension Filesystem {
     /// ENODATA: `ls -l` then stops asking for SELinux labels and ACLs on this mount after the first
     /// file, instead of costing a kernel round trip per entry.
     public func extendedAttribute(_ name: String, of inode: UInt64) throws(FilesystemError) -> String {
+        if SharedFolders.owns(inode) {
+            let view = try sharedView()
+            switch name {
+            case Self.pinRequestAttribute, Self.unpinRequestAttribute:
+                _ = try view.attributes(of: inode)
+                return "refused: folders shared with you that you have not added (\(view.name)) are not kept offline"
+            default:
+                guard name.hasPrefix("user.") else { throw .notSupported }
+                guard let value = try view.extendedAttributes(of: inode).first(where: { $0.name == name })?.value else {
+                    throw .noAttribute
+                }
+                return value
+            }
+        }
         guard name.hasPrefix("user.") else {
             if HistoryViews.owns(inode) { _ = try history.attributes(of: inode) } else { _ = try Self.index(inode) }
             throw .notSupported

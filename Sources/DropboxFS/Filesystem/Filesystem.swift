@@ -46,6 +46,11 @@ public final class Filesystem: Sendable {
     let thumbnails: ThumbnailWriter?
     /// Earlier versions and deleted files, under hidden names (History/, Filesystem+History.swift).
     let history: HistoryViews
+    /// Folders shared with the account but not added, under one folder at the top (SharedFolders/,
+    /// Filesystem+SharedFolders.swift); nil without `options.sharedFolders`.
+    let sharedFolders: SharedFolders?
+    /// The log said once that an entry at the top is hidden by the shared folders' folder.
+    let sharedFoldersClashLogged = Atomic<Bool>(false)
     /// Pinned folders kept available offline (Offline/OfflineKeeper.swift).
     let offline: OfflineKeeper
     /// Which callers are file managers (Filesystem+Callers.swift).
@@ -66,14 +71,24 @@ public final class Filesystem: Sendable {
         connectivity: Connectivity = Connectivity()
     ) {
         self.connectivity = connectivity
-        let gate = ConnectivityGate(client: client, connectivity: connectivity, blocksWhileOffline: true)
-        self.client = gate
         self.options = options
         let tree = LiveTree(
             stored?.tree ?? MetadataTree(folderTime: options.folderTime), store: options.store, cursor: stored?.cursor,
             listingTTL: options.folderListingTTL, monotonicNow: options.monotonicNow,
             invalidationRepeat: options.invalidationRepeat, hideNoAccess: options.hideNoAccess)
         self.tree = tree
+        let ownership = options.ownership
+        let sharedFolders = options.sharedFolders.map {
+            SharedFolders(
+                options: $0, connectivity: connectivity, ownership: ownership, invalidations: tree.invalidations,
+                monotonicNow: options.monotonicNow,
+                rootAttributes: { try? tree.attributes(of: MetadataTree.rootIndex, ownership: ownership) })
+        }
+        self.sharedFolders = sharedFolders
+        // The reader's downloads of a shared folder's revisions go through its namespace.
+        let routed: any DropboxClient = sharedFolders.map { SharedFolderReads(base: client, folders: $0) } ?? client
+        let gate = ConnectivityGate(client: routed, connectivity: connectivity, blocksWhileOffline: true)
+        self.client = gate
         self.invalidations = tree.invalidations
         self.sync = SyncEngine(
             tree: tree, client: gate,

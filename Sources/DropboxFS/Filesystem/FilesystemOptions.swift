@@ -69,6 +69,9 @@ public struct FilesystemOptions: Sendable {
     /// The hidden history views in every folder (docs/SEMANTICS.md, "History"); off for a shared
     /// link, which has no history to show.
     public var historyViews = true
+    /// Folders shared with the account that it has not added, under one folder at the top of the
+    /// mount (SharedFolders/); nil: not shown.
+    public var sharedFolders: SharedFoldersOptions? = nil
     /// The name of the process a thread belongs to, nil when it is gone (FileManagers.swift);
     /// injectable for tests.
     public var processName: @Sendable (Int32) -> String? = FileManagers.processName(of:)

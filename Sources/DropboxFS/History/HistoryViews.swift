@@ -33,7 +33,8 @@ final class HistoryViews: Sendable {
     /// Revisions asked for per list_revisions call (Dropbox's maximum).
     static let pageSize = ListRevisionsArg.maxLimit
 
-    static func owns(_ inode: UInt64) -> Bool { inode >= firstInode }
+    /// Below the shared-folders view's inodes (SharedFolders/), which start at 2^48.
+    static func owns(_ inode: UInt64) -> Bool { inode >= firstInode && inode < SharedFolders.topInode }
 
     let client: any DropboxClient
     let tree: LiveTree

@@ -55,6 +55,8 @@ public struct TreeStoreIdentity: Sendable, Equatable {
         switch pathRoot {
         case .home: return "home"
         case .root(let namespace): return "root:" + namespace
+        // Never a mount's root (a shared folder's namespace is not stored), but kept apart.
+        case .namespace(let namespace): return "namespace:" + namespace
         }
     }
 

@@ -28,6 +28,10 @@ public struct FileAttributes: Sendable, Equatable {
     /// next `stat`: the listed size of an export-only document not exported yet, which its first
     /// open replaces by the export's. The kernel must then not cache them (attribute timeout 0).
     public var cacheable = true
+    /// False when the name that led to this inode may mean another inode with no invalidation
+    /// reaching the kernel first: the entries of the shared-folders view, whose listings are polled
+    /// (SharedFolders/). The kernel then keeps no entry (entry timeout 0), so each path walk asks.
+    public var entryCacheable = true
 }
 
 /// Who owns the files, and how permissive the bits are.

@@ -135,10 +135,14 @@ extension LiveTree {
     /// Offers the entries of a listed folder after offset `cookie` (DirectoryCookie) to `add`
     /// until it returns false. With `countingLookups` each accepted child entry counts one kernel
     /// lookup, except files offered lean (`leanFiles`).
+    /// `hiding`: a name left out (the shared-folders view's, at the root); true when an entry of
+    /// that name was left out.
+    @discardableResult
     func readDirectory(
         _ index: UInt32, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool, ownership: Ownership,
-        add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
-    ) throws(FilesystemError) {
+        hiding: String? = nil, add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
+    ) throws(FilesystemError) -> Bool {
+        var hid = false
         try bookkeeping { (t: inout State) throws(FilesystemError) in
             guard let node = t.tree.node(index) else { throw .stale }
             guard node.kind == .folder else { throw .notADirectory }
@@ -163,6 +167,11 @@ extension LiveTree {
                     position += 1
                     continue
                 }
+                if let hiding, t.tree.nodes[Int(child)].name == hiding {
+                    hid = true
+                    position += 1
+                    continue
+                }
                 let lean = leanFiles && t.tree.nodes[Int(child)].kind != .folder
                 let entry = DirectoryEntry(
                     name: t.tree.nodes[Int(child)].name, attributes: t.tree.attributes(of: child, ownership: ownership),
@@ -172,6 +181,7 @@ extension LiveTree {
                 position += 1
             }
         }
+        return hid
     }
 
     /// EACCES for a folder the user may not enter (`no_access`): it is never listed, and nothing

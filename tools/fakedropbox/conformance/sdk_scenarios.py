@@ -428,6 +428,53 @@ def scenario_access_levels():
             raise AssertionError("expected restricted_content")
 
 
+def scenario_shared_folders():
+    """sharing_list_folders (+ continue) decode as the SDK's SharedFolderMetadata, path_lower only
+    for the folder the account added; a folder not added is listed and read through
+    with_path_root(PathRoot.namespace_id(...)); an unreadable namespace is PathRootError
+    no_permission."""
+    from dropbox import sharing
+    made = [ctl("POST", "/_control/shared_folders", {"name": "Project %d" % i}) for i in range(3)]
+    added = ctl("POST", "/_control/shared_folders", {"name": "Added", "mounted_at": "/Added",
+                                                     "access_type": "editor"})
+    locked = ctl("POST", "/_control/shared_folders", {"name": "Locked", "readable": False})
+    sid = made[0]["shared_folder_id"]
+    for path, data in (("/a.txt", b"alpha"), ("/sub/b.bin", bytes(range(200)))):
+        ctl("POST", "/_control/files?namespace=" + sid,
+            {"path": path, "content_b64": base64.b64encode(data).decode()})
+    d = dbx()
+    r = d.sharing_list_folders(limit=2)
+    got = list(r.entries)
+    pages = 1
+    while r.cursor:
+        r = d.sharing_list_folders_continue(r.cursor)
+        got += r.entries
+        pages += 1
+    assert pages == 3, pages
+    assert all(isinstance(e, sharing.SharedFolderMetadata) for e in got)
+    assert [e.shared_folder_id for e in got] == [m["shared_folder_id"] for m in made + [added, locked]]
+    assert [e.path_lower for e in got] == [None, None, None, "/added", None]
+    assert got[3].access_type.is_editor() and got[0].access_type.is_viewer()
+    assert not got[0].is_team_folder and got[0].preview_url and got[0].time_invited
+    assert got[0].policy.acl_update_policy.is_owner()
+    ns = d.with_path_root(PathRoot.namespace_id(sid))
+    entries, _, _ = list_all(ns, "", True, limit=1)
+    assert sorted(e.path_display for e in entries) == ["/a.txt", "/sub", "/sub/b.bin"], entries
+    top = ns.files_list_folder("").entries
+    assert sorted(e.name for e in top) == ["a.txt", "sub"]
+    md, resp = ns.files_download("/sub/b.bin")
+    assert resp.content == bytes(range(200)) and md.size == 200
+    md, resp = ns.files_download("rev:" + md.rev)
+    assert resp.content == bytes(range(200))
+    assert d.files_list_folder("").entries[0].name == "Added", "the account's own tree"
+    try:
+        d.with_path_root(PathRoot.namespace_id(locked["shared_folder_id"])).files_list_folder("")
+    except PathRootError as e:
+        assert e.error.is_no_permission(), e.error
+    else:
+        raise AssertionError("expected PathRootError no_permission")
+
+
 if __name__ == "__main__":
     globals()["scenario_" + sys.argv[1]]()
     print("OK")

@@ -49,7 +49,7 @@ def fake(certdir):
 @pytest.mark.parametrize("scenario", ["continue_after_mutations", "get_metadata", "ranged_download",
                                       "longpoll", "account", "errors", "oauth_refresh",
                                       "thumbnails", "revisions", "shared_links",
-                                      "access_levels"])
+                                      "access_levels", "shared_folders"])
 def test_sdk_on_empty_account(fake, scenario):
     run(fake, scenario)
 

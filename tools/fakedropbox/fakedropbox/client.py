@@ -148,9 +148,20 @@ class FakeDropbox:
         other.account = key
         return other
 
+    namespace = None   # a shared folder the file calls are about (sharedfolders.py); see in_namespace
+
+    def in_namespace(self, shared_folder_id):
+        """This server's client whose file calls (add_file, mkdir, delete, move, content, tree)
+        change the shared folder `shared_folder_id` of this client's account."""
+        other = copy.copy(self)
+        other.namespace = shared_folder_id
+        return other
+
     def _call(self, method, path, obj=None, raw=False):
         if self.account != "a" and path.startswith("/_control/"):
             path += ("&" if "?" in path else "?") + urllib.parse.urlencode({"account": self.account})
+        if self.namespace is not None and path.startswith("/_control/"):
+            path += ("&" if "?" in path else "?") + urllib.parse.urlencode({"namespace": self.namespace})
         data = None if obj is None else json.dumps(obj).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
@@ -264,6 +275,23 @@ class FakeDropbox:
 
     def tree(self, hashes=True):
         return self._call("GET", "/_control/tree" + ("" if hashes else "?hashes=0"))["entries"]
+
+    def add_shared_folder(self, name, access_type="viewer", mounted_at=None, readable=True,
+                          is_team_folder=False):
+        """A folder shared with this account (sharedfolders.py) -> its SharedFolderMetadata;
+        ``mounted_at`` adds it to the account's Dropbox at that path, ``readable=False`` makes
+        its namespace answer no_permission."""
+        obj = {"name": name, "access_type": access_type, "readable": readable,
+               "is_team_folder": is_team_folder}
+        if mounted_at is not None:
+            obj["mounted_at"] = mounted_at
+        return self._call("POST", "/_control/shared_folders", obj)
+
+    def unshare_folder(self, shared_folder_id):
+        return self._call("POST", "/_control/shared_folders/unshare", {"shared_folder_id": shared_folder_id})
+
+    def shared_folders(self):
+        return self._call("GET", "/_control/shared_folders")
 
     def share(self, path, password=None, expires_in=None, unsupported=False):
         """A shared link to `path` (links.py) -> {"url", ...}."""

@@ -13,7 +13,7 @@ import urllib.parse
 
 from . import revisions
 from .adversarial import ModeError, modes_text, parse_modes
-from . import links
+from . import links, sharedfolders
 from .content import Source
 from .faults import FaultError
 from .httpio import Reply, json_reply, text_reply
@@ -221,6 +221,11 @@ def handle(st, method, path, query_string, raw):
     if key not in st.accounts:
         return _err(400, "no account %r (this server has %s)" % (key, ", ".join(sorted(st.accounts))))
     st.use_account(key)     # tree, content, info and new tokens are this account's
+    if q.get("namespace"):  # the file routes about one of its shared folders (sharedfolders.py)
+        ns = st.shared.find(key, q["namespace"])
+        if ns is None:
+            return _err(404, "no shared folder %r" % q["namespace"])
+        st.use_namespace(ns)
     tree = st.tree
     try:
         if method == "POST" and name == "files":
@@ -255,6 +260,15 @@ def handle(st, method, path, query_string, raw):
                 make = links.create if name == "shared_links" else links.change
                 return json_reply(make(st, _body(raw)))
             except links.LinkError as e:
+                raise ControlError(e.status, e.msg)
+        if name in ("shared_folders", "shared_folders/unshare"):
+            try:
+                if method == "GET" and name == "shared_folders":
+                    return json_reply([sharedfolders.describe(st, ns) for ns in st.shared.of(key)])
+                if method == "POST":
+                    make = sharedfolders.create if name == "shared_folders" else sharedfolders.unshare
+                    return json_reply(make(st, _body(raw)))
+            except sharedfolders.SharedFolderError as e:
                 raise ControlError(e.status, e.msg)
         if method == "GET" and name == "content":
             return content(st, q)

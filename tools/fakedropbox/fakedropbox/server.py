@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.parse
 
-from . import control, links, revisions, routes_files, routes_users, zips
+from . import control, links, revisions, routes_files, routes_users, sharedfolders, zips
 from .httpio import (Reply, auth_error, bad_request, error_reply, json_reply,
                      rate_limited_json, rate_limited_text, text_reply)
 from .routes_files import ArgError
@@ -31,6 +31,7 @@ ROUTES = dict(routes_files.ROUTES)
 ROUTES.update(routes_users.ROUTES)
 ROUTES.update(revisions.ROUTES)
 ROUTES.update(links.ROUTES)
+ROUTES.update(sharedfolders.ROUTES)
 ROUTES.update(zips.ROUTES)
 VOID_ROUTES = {"users/get_current_account", "users/get_space_usage", "auth/token/revoke"}
 RPC_CTS = ("application/json", "application/json; charset=utf-8",
@@ -378,6 +379,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             r = _path_root_view(st, route, pr)
             if isinstance(r, Reply):
                 return r
+            if isinstance(r, sharedfolders.Namespace):
+                st.use_namespace(r)      # a shared folder's own tree (sharedfolders.py)
+                r = r.root_view
             req.view = r
         # -- argument
         if style == "rpc":
@@ -441,6 +445,9 @@ def _path_root_view(st, route, raw):
             return st.root_view
         if ns == st.home_ns:
             return st.home_view
+        shared = sharedfolders.path_root_namespace(st, ns)
+        if shared is not None and shared != "no_permission":
+            return shared
     if tag not in ("root", "namespace_id"):
         return bad_request(route, 'HTTP header "Dropbox-API-Path-Root": unknown tag "%s"' % tag)
     if tag == "namespace_id":

@@ -15,6 +15,7 @@ from .accounts import Account
 from .adversarial import Adversary, parse_modes
 from .faults import FaultSet
 from .links import LinkTable
+from .sharedfolders import SharedFolderTable
 from .oauth import TokenStore
 from .paging import Paging, parse_cost, parse_max_page, parse_tiny
 
@@ -55,6 +56,7 @@ class State:
         self.thumbnails = collections.Counter()
         self.log = collections.deque(maxlen=1000)
         self.links = LinkTable()          # shared links of every account (links.py)
+        self.shared = SharedFolderTable()  # shared folders of every account (sharedfolders.py)
 
     # ---- the account of this request thread (accounts.py) ------------------------------------
     @property
@@ -64,6 +66,11 @@ class State:
     def use_account(self, key):
         """Makes account `key` ("a", "b") the one this thread's request is about."""
         self._current.account = self.accounts[key]
+
+    def use_namespace(self, ns):
+        """Makes shared folder `ns` (sharedfolders.Namespace) what this thread's request reads:
+        st.tree and the namespace fields are then the shared folder's."""
+        self._current.account = ns
 
     def use_account_of_instance(self, instance):
         """The account whose server instance made a cursor, if any (longpoll has no token)."""

@@ -133,6 +133,10 @@ enum MountCommand {
         options.leanWalkAfter = configuration.leanWalkAfter
         options.readAhead = configuration.readAhead ? FolderReadAheadOptions() : nil
         options.hideNoAccess = configuration.hideNoAccess
+        if configuration.sharedFolders {
+            // The account's own client, whatever root the mount shows: each folder gets its namespace.
+            options.sharedFolders = SharedFoldersOptions(routes: homeClient, lifetime: configuration.dirCacheTime)
+        }
         // A shared link offers no earlier versions nor deleted files: no history views.
         options.historyViews = linkSource == nil
         // A tree served offline is tied to the credentials by what they say of themselves (an
@@ -253,6 +257,9 @@ struct MountConfiguration {
     /// --shared-link: mount this link instead of the account (SharedLinkMount.swift), with the
     /// password in --link-password-file.
     var sharedLinkURL: String?
+    /// --shared-folders: the folders shared with the account but not added, under one folder at
+    /// the top (DropboxFS's SharedFolders), listed again after --dir-cache-time.
+    var sharedFolders: Bool
     var linkPasswordFile: String?
     var logFile: String?
     var mountOptions: [String]
@@ -324,6 +331,10 @@ struct MountConfiguration {
             linkPasswordFile = Environment.absolute(file)
         }
         homeOnly = parsed.has("home-only")
+        sharedFolders = parsed.has("shared-folders")
+        if sharedFolders && sharedLinkURL != nil {
+            throw UsageError(description: "--shared-folders shows the account's shared folders; a --shared-link mount has none")
+        }
         // With the watcher, changes invalidate the kernel's caches, so they can be kept long.
         attrTimeout = try Self.seconds(parsed.value("attr-timeout"), name: "--attr-timeout", default: watch ? 3600 : 60)
         dirCacheTime = try Self.seconds(parsed.value("dir-cache-time"), name: "--dir-cache-time", default: 60)
