@@ -347,6 +347,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if spec is None:
             return text_reply(404, 'Unknown API function: "%s"' % route)
         style, scope, handler = spec
+        # This thread may have served another request on the same connection: nothing of its
+        # account or namespace carries over (a longpoll has no token to name one).
+        st.use_account(None)
         if self.command != "POST" and not (style == "download" and self.command == "GET"):
             return Reply(405, [("Content-Type", "text/plain; charset=utf-8"), ("Allow", "POST")],
                          ('Error in call to API function "%s": Expected POST' % route).encode())

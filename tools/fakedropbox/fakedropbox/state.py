@@ -64,8 +64,9 @@ class State:
         return getattr(self._current, "account", None) or self.accounts["a"]
 
     def use_account(self, key):
-        """Makes account `key` ("a", "b") the one this thread's request is about."""
-        self._current.account = self.accounts[key]
+        """Makes account `key` ("a", "b") the one this thread's request is about; None: none
+        named yet (the first account, as for a request without a token)."""
+        self._current.account = self.accounts[key] if key is not None else None
 
     def use_namespace(self, ns):
         """Makes shared folder `ns` (sharedfolders.Namespace) what this thread's request reads:
