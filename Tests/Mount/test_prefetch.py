@@ -5,6 +5,7 @@ request per 2,000-entry page. --no-prefetch lists folders one request each; --no
 --dir-cache-time instead of the change watcher."""
 
 import math
+import time
 
 import pytest
 
@@ -23,6 +24,22 @@ def routes(fake):
 def listing_requests(fake):
     r = routes(fake)
     return {name: r.get(name, 0) for name in LIST_ROUTES + ("files/get_metadata",)}
+
+
+def settled_listing_requests(fake, quiet=0.5, timeout=15):
+    """listing_requests once they stayed the same for `quiet` seconds: the fake counts a request
+    after it answered it, so the count of the fill's last page may land after the status says
+    the fill is over."""
+    last = [listing_requests(fake), time.monotonic()]
+
+    def settled():
+        now = listing_requests(fake)
+        if now != last[0]:
+            last[0], last[1] = now, time.monotonic()
+            return None
+        return now if time.monotonic() - last[1] >= quiet else None
+
+    return wait_until(settled, timeout=timeout, interval=0.1, message="the fake's listing counts to settle")
 
 
 def find_sorted_lines(path):
@@ -80,7 +97,7 @@ def test_walks_after_the_fill_make_no_listing_request(fake_factory, mount_factor
     m = mount_factory(fake)
     status = wait_for_fill(m.path, fake)
     assert status.get("phase") == "watching", status
-    fill_requests = listing_requests(fake)
+    fill_requests = settled_listing_requests(fake)
     tree = fake.tree(hashes=False)
     pages = math.ceil(len(tree) / PAGE) + 1
     # The fill alone: the root by itself, then (this tree has hundreds of top-level folders, more
