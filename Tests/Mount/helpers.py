@@ -340,17 +340,24 @@ def wait_for_fill(mountpoint, fake, timeout=60):
     `complete`, without a watcher), or the fake's list requests stopped changing for a second (a
     mount without the background listing, or a product without status), or for five seconds while
     the status still says `filling` (a fill that a hostile server stalls; on a loaded machine one
-    page may take over a second). Returns the last status dict ({} when there is none)."""
+    page may take over a second). Over means the fake's count of list requests is also the same
+    at two looks in a row: the fake counts a request after answering it, so the count of the fill's
+    last page may land a moment after the status says the fill is over, and a test that takes or
+    resets the counts next must not see it. Returns the last status dict ({} when there is none)."""
     last = [None, 0]
+    over = [None]
 
     def done():
         try:
             status = sync_status(mountpoint)
         except OSError:
             status = {}
-        if status.get("phase") in ("watching", "complete"):
-            return status
         now = list_calls(fake)
+        if status.get("phase") in ("watching", "complete"):
+            if over[0] == now:
+                return status
+            over[0] = now
+            return None
         if now == last[0] and now > 0:
             last[1] += 1
         else:
