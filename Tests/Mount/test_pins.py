@@ -146,6 +146,31 @@ def test_a_pinned_folder_moved_on_dropbox_stays_pinned(binary, fake_factory, mou
     assert {known["/Kept" + n[len("/Keep"):]] for n in names} <= cached(tmp_path)
 
 
+def test_a_request_read_twice_is_carried_out_once(binary, fake_factory, mount_factory):
+    """A pin request is a read of an attribute named with a nonce; reading it again (getfattr
+    reads a name twice: its size, then its value) answers the same and does nothing more. A bare
+    name is refused, not carried out."""
+    fake = fake_factory()
+    keep_files(fake)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    keep = f"{m.path}/Keep"
+    assert os.getxattr(keep, "user.dropboxfs.pin.0123abcd").decode().startswith("pinned /Keep: 3 files")
+    wait_present(binary, m, "/Keep")
+    for _ in range(2):
+        assert os.getxattr(keep, "user.dropboxfs.unpin.4567ef01") == b"unpinned /Keep"
+    assert pins(binary, m.path)[m.path] == []
+    # The first name again: already answered, so it pins nothing.
+    assert os.getxattr(keep, "user.dropboxfs.pin.0123abcd").decode().startswith("pinned /Keep")
+    assert pins(binary, m.path)[m.path] == []
+    bare = os.getxattr(keep, "user.dropboxfs.pin").decode()
+    assert bare.startswith("refused: ") and "dropboxfs pin" in bare, bare
+    assert pins(binary, m.path)[m.path] == []
+    r = run(binary, "pin", keep)
+    assert r.returncode == 0 and r.stdout.decode().startswith("pinned /Keep"), r
+    assert [p["path"] for p in pins(binary, m.path)[m.path]] == ["/Keep"]
+
+
 def test_eviction_never_drops_a_pinned_file_and_does_once_unpinned(binary, fake_factory, mount_factory, tmp_path):
     fake = fake_factory()
     fake.add_file("/Keep/one.bin", size=300 * KiB, seed=1)

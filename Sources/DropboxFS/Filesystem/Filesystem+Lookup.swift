@@ -126,17 +126,15 @@ extension Filesystem {
     public func extendedAttribute(_ name: String, of inode: UInt64) throws(FilesystemError) -> String {
         if SharedFolders.owns(inode) {
             let view = try sharedView()
-            switch name {
-            case Self.pinRequestAttribute, Self.unpinRequestAttribute:
+            if Self.request(name) != nil {
                 _ = try view.attributes(of: inode)
                 return "refused: folders shared with you that you have not added (\(view.name)) are not kept offline"
-            default:
-                guard name.hasPrefix("user.") else { throw .notSupported }
-                guard let value = try view.extendedAttributes(of: inode).first(where: { $0.name == name })?.value else {
-                    throw .noAttribute
-                }
-                return value
             }
+            guard name.hasPrefix("user.") else { throw .notSupported }
+            guard let value = try view.extendedAttributes(of: inode).first(where: { $0.name == name })?.value else {
+                throw .noAttribute
+            }
+            return value
         }
         guard name.hasPrefix("user.") else {
             if HistoryViews.owns(inode) { _ = try history.attributes(of: inode) } else { _ = try Self.index(inode) }

@@ -53,6 +53,8 @@ public final class Filesystem: Sendable {
     let sharedFoldersClashLogged = Atomic<Bool>(false)
     /// Pinned folders kept available offline (Offline/OfflineKeeper.swift).
     let offline: OfflineKeeper
+    /// The answers of the last pin requests, so each is carried out once (Filesystem+Pins.swift).
+    let pinAnswers = Mutex(PinAnswers())
     /// Which callers are file managers (Filesystem+Callers.swift).
     let fileManagers: FileManagers
     /// Which callers' listings carry files lean (Filesystem+Callers.swift).

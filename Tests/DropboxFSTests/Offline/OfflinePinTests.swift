@@ -25,8 +25,10 @@ extension CoreTests {
                 UInt32(try await CoreTests.inode(fs, path))
             }
 
-            func request(_ name: String, _ path: String) async throws -> String {
-                try #require(try fs.pinRequest(name, of: try await index(path)))
+            /// A pin or unpin request as the CLI makes it: named with a fresh nonce.
+            func request(_ kind: String, _ path: String) async throws -> String {
+                let nonce = String(UInt64.random(in: 1 << 60...UInt64.max), radix: 16)
+                return try #require(try fs.pinRequest(Filesystem.requestAttribute(kind, nonce: nonce), of: try await index(path)))
             }
 
             /// Waits until the contents of `paths` are in the disk cache (the keeper's own loop may
@@ -108,6 +110,33 @@ extension CoreTests {
                 == "refused: /keep/sub is available offline already, inside the pin /keep")
             #expect(try await m.request(Filesystem.unpinRequestAttribute, "/keep/sub")
                 == "refused: /keep/sub is not pinned itself: it is inside the pin /keep")
+        }
+
+        @Test func aRequestIsCarriedOutOncePerNonceAndABareNameIsRefused() async throws {
+            let m = try await Self.mount(capacity: 1024 * K)
+            defer { m.fs.stop() }
+            let keep = try await m.index("/keep")
+            let pin = Filesystem.requestAttribute(Filesystem.pinRequestAttribute, nonce: "first-pin")
+            let unpin = Filesystem.requestAttribute(Filesystem.unpinRequestAttribute, nonce: "first_unpin")
+            let pinned = try #require(try m.fs.pinRequest(pin, of: keep))
+            #expect(pinned.hasPrefix("pinned /keep: 2 files"))
+            // `getfattr` reads a name twice (its size, then its value): the same answer, no second effect.
+            let inode = UInt64(keep)
+            #expect(try m.fs.extendedAttribute(unpin, of: inode) == "unpinned /keep")
+            #expect(try m.fs.extendedAttribute(unpin, of: inode) == "unpinned /keep")
+            #expect(m.fs.offline.pins == [])
+            #expect(try m.fs.pinRequest(pin, of: keep) == pinned, "an old nonce pins nothing again")
+            #expect(m.fs.offline.pins == [])
+            // A bare name, or a nonce that is not one, is no request that runs.
+            let bare = try #require(try m.fs.extendedAttribute(Filesystem.pinRequestAttribute, of: inode))
+            #expect(bare.hasPrefix("refused: ") && bare.contains("dropboxfs pin"))
+            #expect(m.fs.offline.pins == [])
+            #expect(throws: FilesystemError.noAttribute) {
+                try m.fs.extendedAttribute(Filesystem.pinRequestAttribute + ".x", of: inode)
+            }
+            #expect(try m.fs.pinRequest(Filesystem.requestAttribute(Filesystem.pinRequestAttribute, nonce: "second-pin"), of: keep)?
+                .hasPrefix("pinned /keep") == true)
+            #expect(m.fs.offline.pins == ["/keep"])
         }
 
         @Test func aPinnedFileChangedOnDropboxIsDownloadedAgain() async throws {

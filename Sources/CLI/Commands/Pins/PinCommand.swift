@@ -2,8 +2,10 @@
 // (or files) kept available offline (docs/SEMANTICS.md, "Available offline"). The mount is
 // read-only, so these talk to the daemon as `status` does, by reading extended attributes of the
 // path on the mount (the daemon's side is DropboxFS's Filesystem+Pins.swift): reading
-// `user.dropboxfs.pin` pins the entry and answers what was done or why it was refused. Each read
-// runs on a thread of its own, so a daemon that does not answer cannot hang the command.
+// `user.dropboxfs.pin.NONCE` pins the entry and answers what was done or why it was refused, once
+// per nonce (a random one per request). A daemon of before nonces knows only the bare name: the
+// command asks that when the daemon knows no such attribute. Each read runs on a thread of its
+// own, so a daemon that does not answer cannot hang the command.
 
 import CShim
 import Dispatch
@@ -29,12 +31,13 @@ enum PinCommand {
         try LogOptions.apply(parsed)
         if command == "pinned" { return try list(parsed.positionals, json: parsed.has("json")) }
         guard !parsed.positionals.isEmpty else { throw UsageError(description: "\(command) takes one or more PATHs on a dropboxfs mount") }
-        let attribute = command == "pin" ? Filesystem.pinRequestAttribute : Filesystem.unpinRequestAttribute
+        let kind = command == "pin" ? Filesystem.pinRequestAttribute : Filesystem.unpinRequestAttribute
         var result = ExitCode.success
         for path in parsed.positionals {
             do {
                 let (resolved, _) = try onMount(path)
-                let answer = try ask(resolved, attribute)
+                let attribute = Filesystem.requestAttribute(kind, nonce: nonce())
+                let answer = try ask(resolved, attribute, olderDaemon: kind)
                 if answer.hasPrefix("refused: ") {
                     printError(String(answer.dropFirst("refused: ".count)))
                     result = .failure
@@ -65,15 +68,29 @@ enum PinCommand {
         return (resolved, mount)
     }
 
-    /// The daemon's answer to reading `attribute` of `path`.
-    static func ask(_ path: String, _ attribute: String, timeout: Double = answerTimeout) throws(CommandFailure) -> String {
+    /// A fresh request nonce: 16 random hex digits.
+    static func nonce() -> String {
+        let digits = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// The daemon's answer to reading `attribute` of `path`; when the daemon knows no such
+    /// attribute and `olderDaemon` is given, its answer to that name instead.
+    static func ask(
+        _ path: String, _ attribute: String, olderDaemon: String? = nil, timeout: Double = answerTimeout
+    ) throws(CommandFailure) -> String {
         let answer = Mutex<Result<String, CommandFailure>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            // One read with the largest buffer: a second read would pin or unpin again.
+            // One read with the largest buffer (the daemon answers a request once per nonce; an
+            // older one carried it out at every read).
             var buffer = [UInt8](repeating: 0, count: StatusCommand.attributeLimit)
-            let n = dbx_getxattr(path, attribute, &buffer, buffer.count)
-            let code = errno
+            var n = dbx_getxattr(path, attribute, &buffer, buffer.count)
+            var code = errno
+            if n < 0, code == ENODATA || code == ENOTSUP, let olderDaemon {
+                n = dbx_getxattr(path, olderDaemon, &buffer, buffer.count)
+                code = errno
+            }
             let result: Result<String, CommandFailure>
             if n >= 0 {
                 result = .success(String(decoding: buffer[0..<n], as: UTF8.self))
