@@ -20,6 +20,18 @@ TARGET_DU_AFTER_FIND_VS_TMPFS = 1.5
 TARGET_REQUESTS = 100
 TARGET_BYTES_PER_ENTRY = 300
 
+def first_du_after_find(m, fake, record):
+    """Times the first `du -s` after the cold find on mount `m` (the kernel holds what the find
+    left: every inode, or lean listings that the du must list again), with its requests and file
+    lookups, into `record`."""
+    before, lookups = fake.stats()["total"], int(m.status_fields().get("file_lookups", 0))
+    du_s = time_du(m.mnt)[0]
+    add_run(record, du_after_find=du_s, du_after_find_requests=fake.stats()["total"] - before,
+            du_after_find_lookups=int(m.status_fields().get("file_lookups", 0)) - lookups)
+    log("    then the first du -s %s (%d requests, %d files looked up)"
+        % (fmt_s(du_s), record["du_after_find_requests"][-1], record["du_after_find_lookups"][-1]))
+
+
 def listing_breakdown(stats, status_fields):
     """Listings besides the whole-account fill, derived from the fake's request counts and the
     daemon's status (pages applied by recursive listings): (subtree listings, single-folder
@@ -78,14 +90,7 @@ def bench_standard(args, binary, workdir, results, fake):
         log("prefetch on, run %d: mounted in %.2f s; cold find %s, %d lines, %d requests (%s); daemon CPU %.2f s"
             % (i + 1, m.mount_seconds, fmt_s(dt), lines, stats["total"], routes_str(stats), P["cpu_after_find"][-1]))
         log("    status after find: " + m.status())
-        # The first du after the cold find (the kernel holds what the find left: every inode, or
-        # lean listings that the du must list again).
-        before, lookups = fake.stats()["total"], int(m.status_fields().get("file_lookups", 0))
-        du_s = time_du(m.mnt)[0]
-        add_run(P, du_after_find=du_s, du_after_find_requests=fake.stats()["total"] - before,
-                du_after_find_lookups=int(m.status_fields().get("file_lookups", 0)) - lookups)
-        log("    then the first du -s %s (%d requests, %d files looked up)"
-            % (fmt_s(du_s), P["du_after_find_requests"][-1], P["du_after_find_lookups"][-1]))
+        first_du_after_find(m, fake, P)
         if not m.wait_filled(300):
             log("    background fill still running after 300 s")
         stats = fake.stats()
@@ -158,14 +163,7 @@ def bench_big(args, binary, workdir, results, fake, page_ms):
             % (i + 1, m.mount_seconds, "" if finished else "> ", fmt_s(dt), lines, stats["total"],
                routes_str(stats)))
         log("    status after find: " + m.status())
-        # The first du after the cold find (the kernel holds what the find left: every inode, or
-        # lean listings that the du must list again).
-        before, lookups = fake.stats()["total"], int(m.status_fields().get("file_lookups", 0))
-        du_s = time_du(m.mnt)[0]
-        add_run(P, du_after_find=du_s, du_after_find_requests=fake.stats()["total"] - before,
-                du_after_find_lookups=int(m.status_fields().get("file_lookups", 0)) - lookups)
-        log("    then the first du -s %s (%d requests, %d files looked up)"
-            % (fmt_s(du_s), P["du_after_find_requests"][-1], P["du_after_find_lookups"][-1]))
+        first_du_after_find(m, fake, B)
         m.wait_filled(900)
         stats = fake.stats()
         fill_status = m.status()
@@ -280,6 +278,7 @@ def report_big(results):
                  ", ".join(("" if f else "> ") + fmt_s(t) for t, f in zip(B["cold_find"], B["finished"])),
                  "", ""])
     rows.append(["entries seen by find", fmt_runs(B["lines"], str), "", ""])
+    rows.append(["first du -s after the cold find", fmt_runs(B.get("du_after_find", [])), "", ""])
     rows.append(["warm find", fmt_runs(B["warm_find"]), "", ""])
     rows.append(["API requests, mount + cold find", fmt_runs(B["cold_requests"], str), "", ""])
     rows.append(["API requests, whole fill", fmt_runs(B["fill_requests"], str), "", ""])

@@ -299,6 +299,19 @@ extension CoreTests {
             #expect(m.fs.offline.pins.isEmpty)
         }
 
+        /// A mount of `fake` from the tree stored in `storeFolder`, with its disk cache in `cache`:
+        /// what a remount is.
+        static func mountStored(
+            _ fake: InMemoryDropbox, store storeFolder: String, cache: TemporaryFolder, capacity: UInt64
+        ) throws -> (Filesystem, TreeStore) {
+            let store = try TreeStoreTests.open(storeFolder)
+            let stored = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
+            var options = CoreTests.options(prefetch: true, watchChanges: true)
+            options.store = store
+            options.reader = ReaderOptions(diskCache: DiskCacheOptions(directory: cache.path, capacity: capacity))
+            return (Filesystem(client: fake, options: options, restoring: stored), store)
+        }
+
         /// A remount with a smaller cap trims the cache at open: the stored pins' entries stay, the
         /// newer unpinned one goes, though least recently used order would drop the pinned first.
         @Test func theTrimAtARemountKeepsThePinnedEntries() async throws {
@@ -310,12 +323,7 @@ extension CoreTests {
             fake.addFile("/keep/sub/b.bin", size: 200 * K, seed: 2)
             fake.addFile("/other/big.bin", size: 600 * K, seed: 3)
             func mount(capacity: UInt64) throws -> (Filesystem, TreeStore) {
-                let store = try TreeStoreTests.open(storeFolder)
-                let stored = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
-                var options = CoreTests.options(prefetch: true, watchChanges: true)
-                options.store = store
-                options.reader = ReaderOptions(diskCache: DiskCacheOptions(directory: cache.path, capacity: capacity))
-                return (Filesystem(client: fake, options: options, restoring: stored), store)
+                try Self.mountStored(fake, store: storeFolder, cache: cache, capacity: capacity)
             }
             let (first, firstStore) = try mount(capacity: 2048 * K)
             first.startSync()
@@ -346,12 +354,7 @@ extension CoreTests {
             fake.addFile("/keep/a.bin", size: 300 * K, seed: 1)
             fake.addFile("/keep/sub/b.bin", size: 200 * K, seed: 2)
             func mount() throws -> (Filesystem, TreeStore) {
-                let store = try TreeStoreTests.open(storeFolder)
-                let stored = store.loadTree(folderTime: CoreTests.folderTime, now: 0)
-                var options = CoreTests.options(prefetch: true, watchChanges: true)
-                options.store = store
-                options.reader = ReaderOptions(diskCache: DiskCacheOptions(directory: cache.path, capacity: 2048 * K))
-                return (Filesystem(client: fake, options: options, restoring: stored), store)
+                try Self.mountStored(fake, store: storeFolder, cache: cache, capacity: 2048 * K)
             }
             let (first, firstStore) = try mount()
             first.startSync()
