@@ -70,26 +70,25 @@ extension Filesystem {
         let fill: @Sendable () throws(FilesystemError) -> Piece = { [self] () throws(FilesystemError) -> Piece in
             var piece = piece
             var added = 0
-            if inode == Self.rootInode, let sharedFolders {
-                var hid = false
-                try readRootWithSharedFolders(from: cookie, piece: &piece, sharedFolders) { hiding, add throws(FilesystemError) in
-                    hid = try tree.readDirectory(
-                        try Self.index(inode), from: cookie, countingLookups: countingLookups, leanFiles: lean,
-                        ownership: options.ownership, hiding: hiding
-                    ) { entry, next in
-                        let fits = add(entry, next)
-                        if fits { added += 1 }
-                        return fits
+            var full = false
+            // The mount's root ends with the shared folders' folder, past every entry of the tree
+            // (Filesystem+SharedFolders.swift); an entry of the tree of that name is left out.
+            let view = inode == Self.rootInode ? sharedFolders : nil
+            if view == nil || cookie != Self.sharedFoldersCookie {
+                let hid = try readDirectory(
+                    inode, from: cookie, countingLookups: countingLookups, leanFiles: lean, hiding: view?.name
+                ) { entry, next in
+                    guard piece.add(entry, nextOffset: next) else {
+                        full = true
+                        return false
                     }
+                    added += 1
+                    return true
                 }
                 if hid { noteSharedFoldersNameTaken() }
-                if countingLookups { walkers.handed(pid: caller.pid, entries: added) }
-                return piece
             }
-            try readDirectory(inode, from: cookie, countingLookups: countingLookups, leanFiles: lean) { entry, next in
-                let fits = piece.add(entry, nextOffset: next)
-                if fits { added += 1 }
-                return fits
+            if let view, !full, cookie != Self.sharedFoldersCookie {
+                _ = piece.add(view.topEntry(), nextOffset: Self.sharedFoldersCookie)
             }
             if countingLookups { walkers.handed(pid: caller.pid, entries: added) }
             return piece
@@ -159,12 +158,14 @@ extension Filesystem {
     /// `countingLookups` (readdirplus) each accepted child entry counts one kernel lookup, except
     /// files offered lean (`leanFiles`): a walk such as `find` needs only their names and types,
     /// and the kernel then makes no inode of each (Walkers.swift decides).
+    /// `hiding`: a name left out (true is returned when an entry of that name was).
+    @discardableResult
     func readDirectory(
-        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false,
+        _ inode: UInt64, from cookie: UInt64, countingLookups: Bool, leanFiles: Bool = false, hiding: String? = nil,
         add: (_ entry: DirectoryEntry, _ nextOffset: UInt64) -> Bool
-    ) throws(FilesystemError) {
+    ) throws(FilesystemError) -> Bool {
         try tree.readDirectory(
             try Self.index(inode), from: cookie, countingLookups: countingLookups, leanFiles: leanFiles,
-            ownership: options.ownership, add: add)
+            ownership: options.ownership, hiding: hiding, add: add)
     }
 }

@@ -55,25 +55,6 @@ extension Filesystem {
     /// (DirectoryCookie: a child's is its index << 32 | its position + 3, below this).
     static let sharedFoldersCookie = UInt64.max
 
-    /// The root's listing with the view's folder added at its end (and an entry of the account
-    /// named like it left out): the tree's pieces first, then the view's folder once the tree's
-    /// entries are all taken.
-    func readRootWithSharedFolders<Piece: DirectoryPiece>(
-        from cookie: UInt64, piece: inout Piece, _ view: SharedFolders,
-        treeEntries: (_ hiding: String, _ add: (DirectoryEntry, UInt64) -> Bool) throws(FilesystemError) -> Void
-    ) throws(FilesystemError) {
-        if cookie == Self.sharedFoldersCookie { return }
-        var full = false
-        try treeEntries(view.name) { entry, next in
-            guard piece.add(entry, nextOffset: next) else {
-                full = true
-                return false
-            }
-            return true
-        }
-        if !full { _ = piece.add(view.topEntry(), nextOffset: Self.sharedFoldersCookie) }
-    }
-
     /// Says once, in the log, that an entry of the account's own Dropbox is hidden by the view.
     func noteSharedFoldersNameTaken() {
         guard let sharedFolders, sharedFoldersClashLogged.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
