@@ -43,11 +43,7 @@ extension OfflineKeeper {
             return "refused: " + refusal
         }
         let stored = state.withLock { s -> (pins: [String], ids: [String: String]) in
-            for inner in s.pins where PinPlan.covers(path, inner) { s.ids[inner] = nil }
-            s.pins.removeAll { PinPlan.covers(path, $0) }
-            s.pins.append(path)
-            s.pins.sort()
-            s.ids[path] = id
+            s.addPin(path, id: id)
             s.dirty = true
             return (s.pins, s.ids)
         }

@@ -54,6 +54,16 @@ final class OfflineKeeper: Sendable {
         var lastPass: Double = -.infinity
         var running: Task<Void, Never>?
         var stopped = false
+
+        /// Adds a pin of `path` (the entry `id`), which takes in the pins inside it; the pins stay
+        /// sorted.
+        mutating func addPin(_ path: String, id: String) {
+            for inner in pins where PinPlan.covers(path, inner) { ids[inner] = nil }
+            pins.removeAll { PinPlan.covers(path, $0) }
+            pins.append(path)
+            pins.sort()
+            ids[path] = id
+        }
     }
 
     let tree: LiveTree
@@ -144,12 +154,8 @@ final class OfflineKeeper: Sendable {
                 s.pins.remove(at: at)
                 s.ids[move.from] = nil
                 if s.pins.contains(where: { PinPlan.covers($0, move.to) }) { continue }
-                for inner in s.pins where PinPlan.covers(move.to, inner) { s.ids[inner] = nil }
-                s.pins.removeAll { PinPlan.covers(move.to, $0) }
-                s.pins.append(move.to)
-                s.ids[move.to] = move.id
+                s.addPin(move.to, id: move.id)
             }
-            s.pins.sort()
             if !found.moves.isEmpty { s.dirty = true }
             return (s.pins, s.ids)
         }
