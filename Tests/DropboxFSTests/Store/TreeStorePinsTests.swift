@@ -38,18 +38,25 @@ extension CoreTests {
             again.close()
         }
 
-        @Test func aPinsTableWithoutIDsGetsTheColumnAndKeepsItsPaths() throws {
-            let folder = TreeStoreTests.folder()
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        /// A new store in `folder`, changed by `sql` as an older dropboxfs would have left it; its path.
+        static func olderStore(in folder: String, _ sql: String) throws -> String {
             let store = try TreeStoreTests.open(folder)
             let path = store.path
             store.close()
-            // Made as the first stores of version 3 had it: the pins table without the id column.
             let old = try SQLiteDatabase(path: path)
-            try old.execute(
+            try old.execute(sql)
+            old.close()
+            return path
+        }
+
+        @Test func aPinsTableWithoutIDsGetsTheColumnAndKeepsItsPaths() throws {
+            let folder = TreeStoreTests.folder()
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            // Made as the first stores of version 3 had it: the pins table without the id column.
+            _ = try Self.olderStore(
+                in: folder,
                 "DROP TABLE pins; CREATE TABLE pins(path TEXT PRIMARY KEY) WITHOUT ROWID; "
                     + "INSERT INTO pins(path) VALUES ('/kept')")
-            old.close()
             let upgraded = try TreeStoreTests.open(folder)
             #expect(upgraded.storedPins().map(\.path) == ["/kept"])
             #expect(upgraded.storedPins().map(\.id) == [""])
@@ -63,15 +70,11 @@ extension CoreTests {
         @Test func aVersion2StoreIsUpgradedInPlace() throws {
             let folder = TreeStoreTests.folder()
             defer { try? FileManager.default.removeItem(atPath: folder) }
-            let store = try TreeStoreTests.open(folder)
-            let path = store.path
-            store.close()
             // Made as version 2 had it: no pins table, user_version 2, one row.
-            let old = try SQLiteDatabase(path: path)
-            try old.execute(
+            let path = try Self.olderStore(
+                in: folder,
                 "DROP TABLE pins; PRAGMA user_version = 2; "
                     + "INSERT INTO entries(idx, parent, name, kind, flags, size, mtime, ctime) VALUES (2, 1, 'kept', 0, 1, 3, 0, 0)")
-            old.close()
             let upgraded = try TreeStoreTests.open(folder)
             #expect(upgraded.pins() == [])
             upgraded.storePins(["/x"])
