@@ -18,7 +18,7 @@ import pytest
 
 from helpers import (
     SwitchableProxy, c_locale, compare_records, env_for, expected_entries, find_records, is_mounted, process_gone,
-    run, wait_for_fill, wait_until,
+    run, sync_status, wait_for_fill, wait_until,
 )
 from stalled_folder import StalledFolder
 
@@ -119,7 +119,7 @@ def stalled_content(tmp_path):
         folder.close()
 
 
-def test_a_cache_folder_that_stops_answering_holds_up_nothing(fake_factory, mount_factory, stalled_content, tmp_path):
+def test_a_cache_folder_that_stops_answering_holds_up_nothing(binary, fake_factory, mount_factory, stalled_content, tmp_path):
     fake = fake_factory()
     hashes = account(fake)
     cache = tmp_path / "cache"
@@ -141,6 +141,14 @@ def test_a_cache_folder_that_stops_answering_holds_up_nothing(fake_factory, moun
         reader.kill()
     assert reader.returncode == 0, err
     assert sha256(out) == sha256(fake.content("/cached.bin")), "read from Dropbox, the disk not answering"
+    # Counted, once per file: /cached.bin surely, the other files when the stall began before
+    # their reads (they would have been written to the cache). The status command says so.
+    bypassed = int(sync_status(m.path)["disk_bypassed"])
+    assert 1 <= bypassed <= 4, bypassed
+    shown = run(binary, "status", m.path, env=env_for(fake))
+    assert shown.returncode == 0, shown.stderr
+    files = "file" if bypassed == 1 else "files"
+    assert f"{bypassed} {files} read from Dropbox because the cache disk did not answer" in shown.stdout.decode()
     stop_within_bound(m, then=folder.close)
     assert folder.asked > 0, "the daemon never asked the stalled folder: nothing was tested"
 

@@ -42,7 +42,7 @@ def daemon_figures(m):
     with open(f"/proc/{m.process.pid}/status") as f:
         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
     fds = len(os.listdir(f"/proc/{m.process.pid}/fd"))
-    return {"rss_kib": rss, "fds": fds, **{k: int(status[k]) for k in ("records", "open_handles", "contents", "inode_notes")}}
+    return {"rss_kib": rss, "fds": fds, **{k: int(status[k]) for k in ("records", "open_handles", "contents", "inode_notes", "disk_bypassed")}}
 
 
 def drop_kernel_caches():
@@ -115,7 +115,10 @@ def test_a_long_run_of_opens_and_rewrites_comes_back_to_its_plateau(fake_factory
         assert got["fds"] <= plateau["fds"] + 4, (name, plateau, got)
         assert got["rss_kib"] <= plateau["rss_kib"] * 1.25 + 16 * 1024, (name, plateau, got)
         assert got["records"] <= plateau["records"] + 64, (name, plateau, got)
-        assert got["contents"] <= plateau["contents"] + 16, (name, plateau, got)
+        # A content read while the cache disk did not answer (a loaded machine) is kept in memory
+        # only, within the buffer cap: one more per such file, counted by the daemon.
+        bypassed = got["disk_bypassed"] - plateau["disk_bypassed"]
+        assert got["contents"] <= plateau["contents"] + 16 + bypassed, (name, plateau, got)
         # Notes live as long as the kernel holds the inode; how many it keeps after drop_caches
         # is the kernel's choice, but never more than one per file, whatever the rounds.
         assert got["inode_notes"] <= len(files) + 64, (name, plateau, got)

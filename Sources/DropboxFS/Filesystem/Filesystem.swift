@@ -164,7 +164,7 @@ public final class Filesystem: Sendable {
         // What a long-running mount keeps (docs/SEMANTICS.md): these must come back to a plateau.
         let kept = reader.keptCounts()
         var disk = ""
-        if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes)" }
+        if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes) disk_bypassed=\(reader.diskStall.bypassCount)" }
         if let thumbnails { disk += " thumbnail_bytes=\(thumbnails.bytesKept)" }
         if let readAhead { disk += " " + readAhead.statusFields }
         let more = (offline.statusFields() + options.statusFields()).map { " " + $0 }.joined()

@@ -29,6 +29,8 @@ struct DiskEntry {
     var state: DiskState
     /// True once a disk cache entry was tried for this content (it is tried once).
     var tried = false
+    /// True once an entry was wanted while the disk was stalled (counted once, DiskStall.bypassCount).
+    var bypassed = false
     /// The check of a disk cache entry this process did not write (FileReader.checkDiskEntry):
     /// reads join it, and it is cancelled when every read waiting for it was interrupted.
     var check: SharedWork<Void>?
@@ -137,6 +139,7 @@ extension FileReader {
                 // A disk that stopped answering is not waited for again: Dropbox serves this open.
                 guard diskStall.isStalled else { return nil }
                 Log.debug("disk cache: the disk is not answering; reading \(file.label) from Dropbox this time")
+                diskStall.noteBypass()
                 return .unavailable
             }
         }
@@ -152,6 +155,7 @@ extension FileReader {
             diskCache.entry(key: hash.hex, size: file.size)
         }
         guard let lookup = found else {
+            diskStall.noteBypass()
             Log.warning("disk cache: the disk did not answer within \(Self.diskWait) s; reading \(file.label) from Dropbox this time")
             return .unavailable
         }
@@ -182,12 +186,20 @@ extension FileReader {
     /// The entry's file is created on the disk queue, waited for at most `diskWait` (and not at all
     /// while the queue is stalled): without it the content is simply not cached this time.
     func startDiskEntryIfWanted(_ handle: UInt64, offset: UInt64) async throws(FilesystemError) {
-        guard let diskCache, !diskStall.isStalled else { return }
+        guard let diskCache else { return }
+        let stalled = diskStall.isStalled
         let wanted = withState { s -> (key: ContentKey, name: String, size: UInt64)? in
             guard let file = s.handles[handle]?.file, case .hash(let hash) = file.key,
                 let content = s.contents[file.key], !content.disk.tried, content.check.verification == .pending,
                 offset < options.unitSize || content.size <= options.wholeFileLimit
             else { return nil }
+            // A stalled disk is not tried: this content stays uncached (a later read that begins at
+            // its start may try again), and is counted once.
+            guard !stalled else {
+                if !content.disk.bypassed { diskStall.noteBypass() }
+                s.contents[file.key]?.disk.bypassed = true
+                return nil
+            }
             s.contents[file.key]?.disk.tried = true
             return (file.key, hash.hex, content.size)
         }
@@ -195,6 +207,7 @@ extension FileReader {
         let created = try await DiskWork.run(
             on: diskQueue, stall: diskStall, waitingAtMost: Self.diskWait, unclaimed: { if let late = $0 { diskCache.abandon(late) } }
         ) { diskCache.begin(key: wanted.name, size: wanted.size) }
+        if created == nil { diskStall.noteBypass() }
         guard let partial = created ?? nil else { return }
         let installed = withState { s -> Bool in
             // Bytes that arrived before the entry existed would never be written: no entry then.

@@ -11,7 +11,8 @@
 // answering costs one wait, not one per request.
 //
 // Locking: each wait's FirstOutcome (DropboxAPI) guards its continuation and whether it ended;
-// `DiskStall.overdue` the count of overdue works. Continuations are resumed after the lock is released.
+// `DiskStall.overdue` the count of overdue works (`bypassed` is an atomic counter). Continuations
+// are resumed after the lock is released.
 
 import Dispatch
 import DropboxAPI
@@ -67,8 +68,17 @@ enum DiskWork {
 /// Whether a wait for the disk queue ran out and its work has not ended yet.
 final class DiskStall: Sendable {
     private let overdue = Mutex(0)
+    /// Contents read without the disk cache because the disk did not answer (or was stalled): the
+    /// status line's `disk_bypassed`. Each is kept in memory only, as long as the buffer cap allows.
+    private let bypassed = Atomic<Int>(0)
 
     var isStalled: Bool { overdue.withLock { $0 > 0 } }
+
+    /// How many contents went without the disk cache because of the disk, since the mount.
+    var bypassCount: Int { bypassed.load(ordering: .relaxed) }
+
+    /// Counts a content that goes without the disk cache because the disk did not answer.
+    func noteBypass() { bypassed.add(1, ordering: .relaxed) }
 
     fileprivate func began() { overdue.withLock { $0 += 1 } }
     fileprivate func ended() { overdue.withLock { $0 -= 1 } }

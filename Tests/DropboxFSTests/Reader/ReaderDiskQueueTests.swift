@@ -96,12 +96,15 @@ private let M = 1 << 20
         // Without the bound on the wait the open would never end; 20 s leaves room for a loaded machine.
         #expect(ContinuousClock.now - started < .seconds(FileReader.diskWait + 20))
         #expect(second.fs.reader.diskStall.isStalled)
+        #expect(second.fs.reader.diskStall.bypassCount == 1, "the file read past the disk is counted")
         #expect(try await second.fs.read(handle: opened.handle, offset: 0, size: M) == fake.contents(of: "/stuck.bin"))
         #expect(!second.recorder.ranges.isEmpty, "read from Dropbox")
         // Stalled: another open answers on the calling thread, and a new content is not cached.
         let again = try #require(try second.fs.openFileCached(stuck))
         second.fs.releaseFile(handle: again.handle)
         #expect(try await second.readAll("/fresh.bin") == fake.contents(of: "/fresh.bin"))
+        #expect(second.fs.reader.diskStall.bypassCount == 2, "the other open did not count; the new content did, once")
+        #expect(second.fs.syncStatus().split(separator: " ").contains("disk_bypassed=2"))
 
         release.signal()
         second.fs.finishDiskCacheWrites()

@@ -128,11 +128,15 @@ enum StatusCommand {
     }
 
     /// "disk: cached contents 1.0 GiB, thumbnails 12.3 MiB": what the mount keeps on disk, from its
-    /// status line; nil when it keeps neither.
+    /// status line, and how many files were read past a cache disk that did not answer; nil when it
+    /// keeps neither.
     static func diskLine(_ fields: [String: String]) -> String? {
         var parts: [String] = []
         if let bytes = fields["disk_cache_bytes"].flatMap(UInt64.init) { parts.append("cached contents \(formatBytes(bytes))") }
         if let bytes = fields["thumbnail_bytes"].flatMap(UInt64.init) { parts.append("thumbnails \(formatBytes(bytes))") }
+        if let bypassed = fields["disk_bypassed"].flatMap(Int.init), bypassed > 0 {
+            parts.append("\(bypassed) \(bypassed == 1 ? "file" : "files") read from Dropbox because the cache disk did not answer")
+        }
         return parts.isEmpty ? nil : "disk: " + parts.joined(separator: ", ")
     }
 
