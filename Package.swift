@@ -2,12 +2,13 @@
 // dropboxfs: a read-only FUSE filesystem for Dropbox.
 //
 // Layers (see docs/ARCHITECTURE.md):
-//   CFuse, CCurl, CCrypto, CSQLite  system libraries (module maps only)
+//   CFuse, CCurl, CCrypto, CSQLite, CZlib  system libraries (module maps only)
 //   CShim                  C wrappers for the variadic libcurl calls Swift cannot make
 //   Locking                a mutex the thread sanitizer sees, for sanitizer builds
 //   SystemCalls            the system calls every layer makes, wrapped once with their retry rules
 //   Log                    the one logger every layer writes through (no other dependency)
-//   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl)
+//   DropboxAPI             the Dropbox client: models, errors, pacer, transport (libcurl), the zip
+//                          reader for folder zips (inflate through zlib)
 //   DropboxFS              the filesystem core: inode table, metadata tree, stat mapping, errno table,
 //                          the tree store (the tree and its cursor in SQLite across mounts) and the
 //                          thumbnail writer (MD5 names through libcrypto)
@@ -41,6 +42,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "CShim",
             dependencies: ["CCurl"]
@@ -52,7 +58,7 @@ let package = Package(
         .target(name: "Log", dependencies: ["Locking", "SystemCalls"]),
         .target(
             name: "DropboxAPI",
-            dependencies: ["CCurl", "CShim", "CCrypto", "Log", "Locking"]
+            dependencies: ["CCurl", "CShim", "CCrypto", "CZlib", "Log", "Locking"]
         ),
         .target(
             name: "DropboxFS",
@@ -73,7 +79,7 @@ let package = Package(
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         .target(
             name: "DropboxTestSupport",
-            dependencies: ["DropboxAPI", "Locking"]
+            dependencies: ["DropboxAPI", "CZlib", "Locking"]
         ),
         .testTarget(
             name: "DropboxAPITests",

@@ -26,8 +26,8 @@ EXPECTED_FILES = {
     "./usr/share/doc/dropboxfs/copyright",
     "./usr/share/doc/dropboxfs/changelog.gz",
 }
-# What the binary may need: libfuse3, libcurl, libcrypto, SQLite, and the C and C++ runtimes.
-ALLOWED_DEPENDS = {"fuse3", "libfuse3-3", "libcurl4", "libssl3", "libsqlite3-0", "libc6", "libgcc-s1", "libstdc++6"}
+# What the binary may need: libfuse3, libcurl, libcrypto, SQLite, zlib, and the C and C++ runtimes.
+ALLOWED_DEPENDS = {"fuse3", "libfuse3-3", "libcurl4", "libssl3", "libsqlite3-0", "zlib1g", "libc6", "libgcc-s1", "libstdc++6"}
 TOOLCHAIN_LIBRARY = re.compile(r"libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|libXCTest|libTesting")
 
 
