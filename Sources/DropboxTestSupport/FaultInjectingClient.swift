@@ -201,7 +201,7 @@ public final class FaultInjectingClient<Base: DropboxClient>: DropboxClient, Sen
 
     /// Counts the call and applies its delay and failure; returns the download truncation, if any.
     @discardableResult
-    private func admit(_ method: DropboxMethod, holding: Bool = false) async throws(DropboxError) -> UInt64? {
+    func admit(_ method: DropboxMethod, holding: Bool = false) async throws(DropboxError) -> UInt64? {
         let admission = plan.withLock { state in
             let number = state.calls.record(method)
             state.priorities[method, default: []].insert(Task.currentPriority.rawValue)

@@ -19,6 +19,7 @@ public enum DropboxMethod: String, Sendable, Hashable, CaseIterable {
     case getSpaceUsage = "get_space_usage"
     case getSharedLinkMetadata = "sharing/get_shared_link_metadata"
     case getSharedLinkFile = "sharing/get_shared_link_file"
+    case downloadZip = "download_zip"
 }
 
 /// How many times each method was called.

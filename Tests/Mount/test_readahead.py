@@ -1,7 +1,8 @@
 """Read-ahead across files (docs/READS.md, "Read-ahead across files"): a program reading the files
 of a folder one after another gets the next small files fetched before it opens them; a single
 read, or reads of single files in different folders, cost no extra request; and a file changed on
-Dropbox after its read-ahead is read at its new revision. Requests are counted at the fake; the
+Dropbox after its read-ahead is read at its new revision. These tests read ahead file by file
+(`--no-folder-zips`; folders as one zip: test_folder_zips.py). Requests are counted at the fake; the
 read-ahead is decided inside each open, so the daemon's status (`read_ahead_queued`, files queued
 for read-ahead so far) is exact as soon as the program's open returned."""
 
@@ -37,7 +38,7 @@ def add_folder(fake, folder, count, size=4 * KiB):
 def test_a_walk_over_a_folder_reads_its_next_files_ahead(fake_factory, mount_factory):
     fake = fake_factory()
     data = add_folder(fake, "/walk", 40)
-    m = mount_factory(fake)
+    m = mount_factory(fake, "--no-folder-zips")
     wait_for_fill(m.path, fake)
     fake.reset_stats()
     # One process reads three files in listing order: from the second open on, the rest of the
@@ -64,7 +65,7 @@ def test_a_walk_reads_the_next_folder_ahead_at_the_end_of_one(fake_factory, moun
     fake = fake_factory()
     a = add_folder(fake, "/tree/a", 10)
     b = add_folder(fake, "/tree/b", 10)
-    m = mount_factory(fake)
+    m = mount_factory(fake, "--no-folder-zips")
     wait_for_fill(m.path, fake)
     fake.reset_stats()
     names_a, names_b = sorted(a), sorted(b)
@@ -83,7 +84,7 @@ def test_the_read_ahead_stops_when_the_pattern_stops(fake_factory, mount_factory
     data = {}
     for folder in folders:
         data.update(add_folder(fake, folder, 20))
-    m = mount_factory(fake)
+    m = mount_factory(fake, "--no-folder-zips")
     wait_for_fill(m.path, fake)
     fake.reset_stats()
 
@@ -124,7 +125,7 @@ def test_a_file_changed_during_its_read_ahead_is_read_at_its_new_revision(fake_f
     mount sees the change (within the 5 s of test_freshness.py), and never the old ones after."""
     fake = fake_factory()
     data = add_folder(fake, "/docs", 20)
-    m = mount_factory(fake)
+    m = mount_factory(fake, "--no-folder-zips")
     wait_for_fill(m.path, fake)
     names = sorted(data)
     changed = names[10]

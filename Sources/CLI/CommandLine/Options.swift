@@ -210,6 +210,11 @@ enum Options {
                 help: "do not fetch a folder's next small files while a program reads its files one after another",
                 mountOption: true),
             OptionSpec(
+                name: "no-folder-zips",
+                help: "read ahead a folder's small files one request each, never as one zip of the folder "
+                    + "(files/download_zip)",
+                mountOption: true),
+            OptionSpec(
                 name: "no-thumbnails",
                 help: "do not write Dropbox's thumbnails for file managers (by default, when a file manager such as "
                     + "PCManFM, Thunar or Nautilus shows a folder, the thumbnails of its images go to "

@@ -24,6 +24,10 @@ public enum PacerLane: Int, Sendable {
 public final class Pacer: Sendable {
     /// The lane of requests started by the current task (inherited by the tasks it starts).
     @TaskLocal public static var lane: PacerLane = .main
+    /// Whether requests of the current task are tried again after a server error or a transient
+    /// failure (false: once only, for a request with a fallback of its own, such as a folder's zip;
+    /// rate limits are still waited out, since they hold for the whole account).
+    @TaskLocal public static var retriesFailures = true
 
     private struct Waiter {
         var id: UInt64
@@ -78,6 +82,8 @@ public final class Pacer: Sendable {
             case .failure(let failure): error = failure
             }
             if Task.isCancelled { throw .cancelled }
+            var policy = policy
+            if !Self.retriesFailures { policy.maxAttempts = 1 }
             switch PacerDecision.after(error, attempts: &attempts, random: random(), policy: policy) {
             case .fail:
                 throw error

@@ -98,9 +98,14 @@ public final class Filesystem: Sendable {
             connectivity: connectivity, options: options, restoring: stored)
         let storedPins = options.store?.storedPins() ?? []
         let pins = storedPins.map(\.path)
+        let zips = options.readAhead.flatMap { readAhead in
+            options.folderZips.map {
+                FolderZips(options: $0, smallFileLimit: readAhead.smallFileLimit, now: options.monotonicNow)
+            }
+        }
         let reader = FileReader(
             client: gate, options: options.reader, invalidations: tree.invalidations,
-            pinnedKeys: stored.map { OfflineKeeper.pinnedKeys(pins, in: $0.tree) } ?? [])
+            pinnedKeys: stored.map { OfflineKeeper.pinnedKeys(pins, in: $0.tree) } ?? [], zips: zips)
         self.reader = reader
         let sync = self.sync
         self.offline = OfflineKeeper(
@@ -167,6 +172,7 @@ public final class Filesystem: Sendable {
         if let cache = reader.diskCache { disk += " disk_cache_bytes=\(cache.usedBytes) disk_bypassed=\(reader.diskStall.bypassCount)" }
         if let thumbnails { disk += " thumbnail_bytes=\(thumbnails.bytesKept)" }
         if let readAhead { disk += " " + readAhead.statusFields }
+        if let zips = reader.zips { disk += " " + zips.statusFields }
         let more = (offline.statusFields() + options.statusFields()).map { " " + $0 }.joined()
         return line + " records=\(records) open_handles=\(kept.handles + exports.openCount) contents=\(kept.contents) inode_notes=\(kept.inodeNotes)"
             + disk + more

@@ -63,6 +63,9 @@ public struct FilesystemOptions: Sendable {
     public var leanWalkAfter: Int = 0
     /// Read-ahead across files (Reader/FolderReadAheadPolicy.swift); nil: off.
     public var readAhead: FolderReadAheadOptions? = nil
+    /// Folders the read-ahead reaches fetched as one zip (Reader/FolderZips.swift); nil: never.
+    /// Used only with `readAhead`.
+    public var folderZips: FolderZipOptions? = nil
     /// Leave folders the user may not enter (`no_access`) out of listings instead of showing them
     /// with mode 000 (docs/SEMANTICS.md, "Access levels").
     public var hideNoAccess = false

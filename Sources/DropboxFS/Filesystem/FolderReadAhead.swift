@@ -8,7 +8,9 @@
 // its parent's listing are read ahead too (once per folder visit): a walk enters it next, and its
 // first open there would otherwise wait a round trip. When the policy stops a folder, that
 // thread's queued files of other folders than the one it opened in are dropped and its downloads
-// in flight there cancelled. Queued files beyond `queueLimit` are not queued.
+// in flight there cancelled. Queued files beyond `queueLimit` are not queued. A folder worth it is
+// asked for as one zip first (Reader/FolderZips.swift): its queued files then wait for the zip,
+// and are downloaded by themselves only when it does not hold them.
 //
 // Locking: `state` (a Mutex) guards the threads' records, the queue, the running downloads and the
 // counts; it is never held while the tree's or the reader's lock is taken, nor while a task is
@@ -92,6 +94,10 @@ final class FolderReadAhead: Sendable {
                 in: folder, after: file, requestedUpTo: step.record.requestedUpTo,
                 alsoNextFolder: !step.record.nextFolderRequested, options: options)
         else { return }
+        if let zips = reader.zips {
+            askZip(of: folder, zips)
+            if let next = window.next { askZip(of: next.folder, zips) }
+        }
         let files = window.files.filter { !reader.holds($0) }
         let next = window.next.map { ($0.folder, $0.files.filter { !reader.holds($0) }, $0.requestedUpTo) }
         let starting = state.withLock { s -> [(id: UInt64, file: PinnedFile)] in
@@ -113,6 +119,14 @@ final class FolderReadAhead: Sendable {
             return Self.takeStartable(&s, parallel: options.parallel)
         }
         start(starting)
+    }
+
+    /// Asks for `folder` as one zip when that is worth it (Reader/FolderZips.swift); the files
+    /// queued then wait for it, and so do the program's own reads of them.
+    private func askZip(of folder: UInt32, _ zips: FolderZips) {
+        guard zips.mayAsk(folder), let plan = tree.zipPlan(of: folder), let wanted = zips.wanted(plan, held: reader.holds)
+        else { return }
+        zips.fetch(plan, wanted: wanted)
     }
 
     /// The thread's pattern moved to `folder`, or ended (nil): drops its queued files of other

@@ -247,6 +247,14 @@ extension FileReader {
         let length = range.upperBound - range.lowerBound
         // A download again after a content_hash mismatch avoids the connection the damage came over.
         let fresh = withState { ($0.contents[file.key]?.check.attempt ?? 0) > 0 }
+        // A zip of the file's folder holds it (Reader/FolderZips.swift): not after a mismatch.
+        if !fresh, let zips {
+            do {
+                if let bytes = try await zips.bytes(of: file, range: range) { return .success(bytes) }
+            } catch {
+                return .failure(error)
+            }
+        }
         var shortReplies = 0
         while true {
             let result: DownloadResult

@@ -37,6 +37,8 @@ final class FileReader: Sendable {
     let invalidations: InvalidationPublisher?
     let state = Mutex(ReaderState())
     let diskQueue: DispatchQueue
+    /// Folders fetched as one zip for the read-ahead across files (FolderZips.swift); nil: none.
+    let zips: FolderZips?
     /// Whether work on `diskQueue` is overdue (DiskWork.swift).
     let diskStall = DiskStall()
     /// How long an open or a read waits for the disk queue before it goes without the cache.
@@ -48,9 +50,10 @@ final class FileReader: Sendable {
     /// `pinnedKeys`: disk cache entries of pinned files, kept by the trim at open.
     init(
         client: any DropboxClient, options: ReaderOptions, invalidations: InvalidationPublisher? = nil,
-        pinnedKeys: Set<String> = []
+        pinnedKeys: Set<String> = [], zips: FolderZips? = nil
     ) {
         self.client = client
+        self.zips = zips
         self.options = options
         self.invalidations = invalidations
         let queue = DispatchQueue(label: "dropboxfs.disk-cache")

@@ -59,6 +59,30 @@ extension LiveTree {
         }
     }
 
+    /// `folder` as a zip of it would hold it (Reader/FolderZips.swift): nil when it is not a
+    /// completely listed folder without subfolders (a zip holds every subfolder, and the tree may
+    /// not know what one holds).
+    func zipPlan(of folder: UInt32) -> FolderZipPlan? {
+        bookkeeping { t -> FolderZipPlan? in
+            guard folder != MetadataTree.rootIndex, let node = t.tree.node(folder), node.kind == .folder, node.attached,
+                t.tree.isComplete(folder), t.tree.subfolders(of: folder).isEmpty
+            else { return nil }
+            let children = t.tree.children(of: folder)
+            var plan = FolderZipPlan(
+                folder: folder, path: t.tree.path(of: folder), entries: 1 + children.count, totalBytes: 0, files: [])
+            for index in children {
+                let child = t.tree.nodes[Int(index)]
+                guard child.kind == .file else { continue }
+                plan.totalBytes += child.size
+                let rev = child.rev
+                guard child.isDownloadable, let hash = child.contentHash, !rev.isEmpty else { continue }
+                plan.files.append(
+                    (child.name, PinnedFile(inode: UInt64(index), path: t.tree.path(of: index), rev: rev, size: child.size, contentHash: hash)))
+            }
+            return plan
+        }
+    }
+
     /// The position of the child named `name` in `children` (sorted by name bytes:
     /// MetadataTree.children), or where it would be.
     private static func position(of name: String, in children: [UInt32], tree: MetadataTree) -> Int? {

@@ -132,6 +132,8 @@ enum MountCommand {
             logFile: Daemon.isChild ? try configuration.logFilePath() : configuration.logFile, pacer: pacer)
         options.leanWalkAfter = configuration.leanWalkAfter
         options.readAhead = configuration.readAhead ? FolderReadAheadOptions() : nil
+        // A shared link's folders are not the account's: no zips of them.
+        if configuration.folderZips && linkSource == nil { options.folderZips = FolderZipOptions(route: client) }
         options.hideNoAccess = configuration.hideNoAccess
         if configuration.sharedFolders {
             // The account's own client, whatever root the mount shows: each folder gets its namespace.
@@ -245,6 +247,8 @@ struct MountConfiguration {
     var leanWalkAfter: Int
     /// Read-ahead across files (--no-read-ahead turns it off).
     var readAhead: Bool
+    /// Folders read ahead as one zip (--no-folder-zips turns it off).
+    var folderZips: Bool
     /// Team folders the user may not enter are left out instead of shown with mode 000.
     var hideNoAccess: Bool
     /// Recursive listings in flight during the whole-account fill (1: one chain of pages).
@@ -343,6 +347,7 @@ struct MountConfiguration {
         spinMicroseconds = try Self.number(
             parsed.value("spin-us"), name: "--spin-us", in: 0...100_000, default: parsed.value("threads") == nil ? 200 : 0)
         readAhead = !parsed.has("no-read-ahead")
+        folderZips = !parsed.has("no-folder-zips")
         leanWalkAfter = try Self.number(parsed.value("lean-walk-after"), name: "--lean-walk-after", in: 0...1_000_000_000, default: 200_000)
         hideNoAccess = parsed.has("hide-no-access")
         fillParallel = try Self.number(

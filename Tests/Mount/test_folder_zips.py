@@ -1,0 +1,154 @@
+"""Folders read ahead as one zip (docs/READS.md, "Folders as one zip"): a walk over folders of small
+files costs one files/download_zip per folder instead of one download per file; every member is
+checked against the listing before it is served, so a damaged zip, a failed one, or a file changed
+since the listing costs only downloads of single files, never a wrong byte. Requests are counted
+at the fake; the zip of a folder is asked for inside the open that decided its read-ahead, so the
+walk's next open already waits for it instead of downloading."""
+
+import hashlib
+import os
+
+import pytest
+
+from helpers import run, sync_status, wait_for_fill, wait_until
+
+KiB = 1 << 10
+
+
+def routes(fake):
+    return fake.stats()["routes"]
+
+
+def downloads(fake):
+    return routes(fake).get("files/download", 0)
+
+
+def zips(fake):
+    return routes(fake).get("files/download_zip", 0)
+
+
+def status(m, key):
+    return int(sync_status(m.path)[key])
+
+
+def add_tree(fake, folders, count, size=4 * KiB):
+    data = {}
+    for folder in folders:
+        for i in range(count):
+            name = f"/tree/{folder}/f{i:03}.txt"
+            data[name] = os.urandom(size + i)
+            fake.add_file(name, data[name])
+    return data
+
+
+def walk(m, data):
+    """One process reads every file in listing order (as grep -r or tar would); its output must be
+    the files' bytes, in order."""
+    names = sorted(data)
+    r = run("cat", *[m.path + n for n in names], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert hashlib.sha256(r.stdout).hexdigest() == hashlib.sha256(b"".join(data[n] for n in names)).hexdigest()
+
+
+def test_a_walk_reads_each_folder_as_one_zip(fake_factory, mount_factory):
+    fake = fake_factory()
+    folders = ["a", "b", "c", "d", "e", "f"]
+    data = add_tree(fake, folders, 30)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    fake.reset_stats()
+    walk(m, data)
+    # The walk's first file is its own download; its second open asks for /tree/a as a zip (that
+    # file's read waits for it too), and each folder's zip is asked for before the walk enters it.
+    assert zips(fake) == len(folders)
+    wait_until(lambda: downloads(fake) >= 1, timeout=10, message="the fake to count the download")
+    assert downloads(fake) == 1
+    assert status(m, "zip_files") == len(data) - 1
+    assert status(m, "zip_failures") == 0
+    # A second walk reads the disk cache: no request at all.
+    fake.reset_stats()
+    walk(m, data)
+    assert zips(fake) == 0 and downloads(fake) == 0
+
+
+def test_no_folder_zips_reads_file_by_file(fake_factory, mount_factory):
+    fake = fake_factory()
+    data = add_tree(fake, ["a", "b"], 20)
+    m = mount_factory(fake, "--no-folder-zips")
+    wait_for_fill(m.path, fake)
+    fake.reset_stats()
+    walk(m, data)
+    assert zips(fake) == 0
+    wait_until(lambda: downloads(fake) >= len(data), timeout=30, message="the fake to count the downloads")
+    assert downloads(fake) == len(data)
+    assert "zip_folders" not in sync_status(m.path)
+
+
+def test_a_damaged_member_is_downloaded_by_itself(fake_factory, mount_factory):
+    """One byte of the first zip inverted on the way (its middle: some member's data): that
+    member fails its check and is downloaded alone; the rest of the zip is served."""
+    fake = fake_factory()
+    data = add_tree(fake, ["a", "b"], 20)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    fake.reset_stats()
+    fake.add_fault("files/download_zip", "flip", count=1)
+    walk(m, data)
+    assert zips(fake) == 2
+    wait_until(lambda: downloads(fake) >= 2, timeout=10, message="the fake to count the downloads")
+    assert downloads(fake) == 1 + 1
+    assert status(m, "zip_files") == len(data) - 2
+
+
+@pytest.mark.parametrize("kind", ["409json", "503"])
+def test_a_failed_zip_falls_back_to_single_downloads(fake_factory, mount_factory, kind):
+    """Dropbox refuses the folder (too_large) or keeps failing (a zip is tried once, not retried:
+    the walk waits for it): its files are downloaded one by one, with the same bytes; the next
+    folder is asked for as a zip again."""
+    fake = fake_factory()
+    data = add_tree(fake, ["a", "b", "c"], 20)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    fake.reset_stats()
+    fake.add_fault("files/download_zip", kind, count=1 if kind == "409json" else 0, after=0,
+                   **({"error_summary": "too_large/"} if kind == "409json" else {}))
+    if kind == "503":
+        # Every zip fails, after the pacer's retries; the walk still reads every file.
+        walk(m, data)
+        assert status(m, "zip_files") == 0
+        assert status(m, "zip_failures") >= 1
+        wait_until(lambda: downloads(fake) >= len(data), timeout=30, message="the fake to count the downloads")
+        assert downloads(fake) == len(data)
+        return
+    walk(m, data)
+    assert status(m, "zip_failures") == 1
+    assert zips(fake) == 3
+    # The first zip to arrive failed (/tree/a's or /tree/b's, asked for together): its files came
+    # one by one; the other zips served theirs. Each file was fetched once, one way or the other.
+    wait_until(lambda: downloads(fake) + status(m, "zip_files") >= len(data), timeout=30,
+               message="the fake to count the downloads")
+    assert downloads(fake) + status(m, "zip_files") == len(data)
+    assert downloads(fake) in (20, 21), downloads(fake)
+
+
+def test_a_file_changed_since_the_listing_is_never_served_from_the_zip(fake_factory, mount_factory):
+    """The mount has not seen a change yet (its longpoll is held), and the zip holds the new bytes:
+    they differ from the listing's content_hash, so that file is downloaded at the revision the
+    mount shows, whole and unmixed; when the change arrives, the new bytes are read."""
+    fake = fake_factory()
+    data = add_tree(fake, ["a"], 20)
+    fake.add_fault("files/list_folder/longpoll", "hold", count=0)  # from the first longpoll on
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    changed = "/tree/a/f010.txt"
+    new = os.urandom(3 * KiB)
+    fake.add_file(changed, new)
+    fake.reset_stats()
+    walk(m, data)  # the old bytes, as the mount's listing says
+    assert zips(fake) == 1
+    wait_until(lambda: downloads(fake) >= 2, timeout=10, message="the fake to count the downloads")
+    assert downloads(fake) == 1 + 1
+    assert status(m, "zip_files") == len(data) - 2
+    fake.clear_faults()
+    fake.release_holds()
+    wait_until(lambda: run("cat", m.path + changed).stdout == new, timeout=15, message="the new revision")
