@@ -95,8 +95,8 @@ final class FolderReadAhead: Sendable {
                 alsoNextFolder: !step.record.nextFolderRequested, options: options)
         else { return }
         if let zips = reader.zips {
-            askZip(of: folder, zips)
-            if let next = window.next { askZip(of: next.folder, zips) }
+            askZip(of: folder, zips, besides: file)
+            if let next = window.next { askZip(of: next.folder, zips, besides: nil) }
         }
         let files = window.files.filter { !reader.holds($0) }
         let next = window.next.map { ($0.folder, $0.files.filter { !reader.holds($0) }, $0.requestedUpTo) }
@@ -122,9 +122,12 @@ final class FolderReadAhead: Sendable {
     }
 
     /// Asks for `folder` as one zip when that is worth it (Reader/FolderZips.swift); the files
-    /// queued then wait for it, and so do the program's own reads of them.
-    private func askZip(of folder: UInt32, _ zips: FolderZips) {
-        guard zips.mayAsk(folder), let plan = tree.zipPlan(of: folder), let wanted = zips.wanted(plan, held: reader.holds)
+    /// queued then wait for it, and so do the program's own reads of them. The file being opened
+    /// (`besides`) is not taken from it: its read is under way, and one download of it answers
+    /// sooner than a zip of its folder.
+    private func askZip(of folder: UInt32, _ zips: FolderZips, besides opened: UInt32?) {
+        guard zips.mayAsk(folder), let plan = tree.zipPlan(of: folder),
+            let wanted = zips.wanted(plan, held: { $0.inode == opened.map(UInt64.init) || reader.holds($0) })
         else { return }
         zips.fetch(plan, wanted: wanted)
     }
