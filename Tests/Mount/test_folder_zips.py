@@ -152,3 +152,20 @@ def test_a_file_changed_since_the_listing_is_never_served_from_the_zip(fake_fact
     fake.clear_faults()
     fake.release_holds()
     wait_until(lambda: run("cat", m.path + changed).stdout == new, timeout=15, message="the new revision")
+
+
+def test_zips_slower_than_single_downloads_pause(fake_factory, mount_factory):
+    """Dropbox takes 600 ms to make each zip while a file answers at once: the walk would wait for
+    every folder's zip, so after the first zip it reads ahead file by file (one log line), and
+    every byte is still right."""
+    fake = fake_factory()
+    data = add_tree(fake, ["a", "b", "c", "d", "e", "f"], 30)
+    m = mount_factory(fake)
+    wait_for_fill(m.path, fake)
+    fake.config(zip_delay_ms=600)
+    fake.reset_stats()
+    walk(m, data)
+    assert status(m, "zip_pauses") == 1
+    # /tree/a's and /tree/b's zips were asked for together, before the first one answered.
+    assert zips(fake) <= 2, zips(fake)
+    assert "reading ahead file by file for 5 minutes" in m.log_text()

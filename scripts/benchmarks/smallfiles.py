@@ -17,11 +17,11 @@ without read-ahead (each takes about a minute per command at 30 ms).
 Beside them, a model of `files/download_zip` (one request per folder instead of one per file):
 this process fetches each folder's zip from the fake at the same latency, one folder at a time in
 walk order and then 4 at a time, checks every member against the listing's content_hash and
-writes the files to tmpfs. It measures the transfer only: the fake makes a zip at once, Dropbox's
-time to make one is not known.
+writes the files to tmpfs. The fake makes a zip at once unless --zip-delay-ms says how long it
+takes (Dropbox's time to make one is not known here): the daemon's zips and the model wait it.
 
 Usage: scripts/bench-small-files [--files N] [--folders N] [--mean-kib K] [--latency-ms MS]
-                                 [--runs N] [--no-off] [--bin PATH]
+                                 [--runs N] [--no-off] [--zip-delay-ms MS] [--bin PATH]
 The binary defaults to .build-rel/release/dropboxfs (`swift build -c release --scratch-path
 .build-rel`), or DROPBOXFS_BIN.
 """
@@ -207,6 +207,8 @@ def main():
     parser.add_argument("--latency-ms", type=int, default=30)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--no-off", action="store_true", help="skip the runs with --no-read-ahead")
+    parser.add_argument("--zip-delay-ms", type=int, default=0,
+                        help="the fake's time to make each zip, beside the latency (Dropbox's is not known)")
     parser.add_argument("--bin", default=os.environ.get("DROPBOXFS_BIN", str(DEFAULT_BIN)))
     args = parser.parse_args()
     if not os.path.exists(args.bin):
@@ -222,13 +224,15 @@ def main():
         RES.add("workdir " + workdir, lambda: shutil.rmtree(workdir, ignore_errors=True))
         fake = FakeDropbox.start("--quiet", timeout=120)
         RES.add("fake server", fake.stop)
+        fake.config(zip_delay_ms=args.zip_delay_ms)
         t0 = time.monotonic()
         sizes = build_tree(fake, args.files, args.folders, args.mean_kib)
         fake.tree()  # computes the content hashes once, as a long-running server has them
         tmp_root = tmpfs_copy(fake, sizes)
-        log("%d files, %.1f MB in %d folders (mean %.1f KB), tmpfs copy made in %.1f s; %d ms per request"
+        log("%d files, %.1f MB in %d folders (mean %.1f KB), tmpfs copy made in %.1f s; %d ms per request,"
+            " %d ms more to make each zip"
             % (len(sizes), sum(sizes.values()) / 1e6, args.folders, sum(sizes.values()) / len(sizes) / 1e3,
-               time.monotonic() - t0, args.latency_ms))
+               time.monotonic() - t0, args.latency_ms, args.zip_delay_ms))
         hashes = {e["path_lower"]: e["content_hash"] for e in fake.tree() if e.get("tag") == "file"}
         for run in range(1, args.runs + 1):
             log("\nrun %d of %d (cold: a fresh mount and cache folder per command and mode)" % (run, args.runs))

@@ -258,6 +258,7 @@ extension FileReader {
         var shortReplies = 0
         while true {
             let result: DownloadResult
+            let started = zips?.now()
             do {
                 result = try await client.download(
                     path: "rev:" + file.rev, range: ByteRange(offset: range.lowerBound, length: length),
@@ -265,6 +266,8 @@ extension FileReader {
             } catch {
                 return .failure(Self.failure(error, file: file))
             }
+            // A small file's download is the yardstick of folder zips (FolderZips.slower).
+            if let zips, let started, length <= 1 << 20 { zips.noteDownload(seconds: zips.now() - started) }
             guard result.metadata.rev == file.rev else {
                 Log.warning("\(file.label): Dropbox served revision \(result.metadata.rev) instead; the open file is stale")
                 return .failure(.stale)

@@ -84,11 +84,19 @@ final class FolderZips: Sendable {
         var served: UInt64 = 0
         var failures: UInt64 = 0
         var warned = false
+        /// Seconds a zip took from asking to its last byte, and a single small file's download,
+        /// as moving averages (nil before the first).
+        var zipSeconds: Double?
+        var downloadSeconds: Double?
+        /// While zips are slower than single downloads (`slower`): none is asked for until then.
+        var pausedUntil: Double?
+        var pauses: UInt64 = 0
     }
 
     let options: FolderZipOptions
     private let smallFileLimit: UInt64
-    private let now: @Sendable () -> Double
+    /// Monotonic seconds (injected by tests).
+    let now: @Sendable () -> Double
     private let state = Mutex(State())
 
     init(options: FolderZipOptions, smallFileLimit: UInt64, now: @escaping @Sendable () -> Double) {
@@ -100,10 +108,27 @@ final class FolderZips: Sendable {
     /// Whether `folder` may be asked for now (it was not, lately, and zips are on).
     func mayAsk(_ folder: UInt32) -> Bool {
         let at = now()
-        return state.withLock { s in
-            !s.disabled && s.inFlight < options.parallel && s.asked[folder].map { at - $0 >= options.keep } ?? true
-        }
+        return state.withLock { s in Self.mayAsk(folder, at: at, s, options) }
     }
+
+    private static func mayAsk(_ folder: UInt32, at: Double, _ s: State, _ options: FolderZipOptions) -> Bool {
+        !s.disabled && s.inFlight < options.parallel && s.pausedUntil.map { at >= $0 } ?? true
+            && s.asked[folder].map { at - $0 >= options.keep } ?? true
+    }
+
+    /// Notes how long one download of a small file took, the yardstick of zips (`slower`).
+    func noteDownload(seconds: Double) {
+        state.withLock { s in s.downloadSeconds = s.downloadSeconds.map { $0 * 0.9 + seconds * 0.1 } ?? seconds }
+    }
+
+    /// Whether zips answer much later than single downloads: a walk waits for a zip where it would
+    /// have had its files from 48 downloads at once, so zips then cost time instead of saving it.
+    /// Dropbox makes a zip before it answers, and how long that takes here is not known in
+    /// advance, so it is measured.
+    static func slower(zip: Double, download: Double) -> Bool { zip > 3 * download + 0.1 }
+
+    /// How long zips pause once they are found slower than single downloads; then one is tried again.
+    static let pause = 300.0
 
     /// The files of `plan` a zip would serve, when a zip of it is worth asking for: `held` tells
     /// the files the reader has already.
@@ -122,8 +147,7 @@ final class FolderZips: Sendable {
         let at = now()
         sweep(at: at)
         return state.withLock { s -> Bool in
-            guard !s.disabled, s.inFlight < options.parallel, s.asked[plan.folder].map({ at - $0 >= options.keep }) ?? true,
-                s.held + plan.totalBytes <= options.memory,
+            guard Self.mayAsk(plan.folder, at: at, s, options), s.held + plan.totalBytes <= options.memory,
                 !wanted.contains(where: { s.members[$0.file.rev] != nil })
             else { return false }
             s.asked[plan.folder] = at
@@ -137,7 +161,7 @@ final class FolderZips: Sendable {
                 let members = await Pacer.$lane.withValue(.readAhead) {
                     await Pacer.$retriesFailures.withValue(false) { await self.download(plan, wanted: wanted) }
                 }
-                finish(plan, wanted: wanted, members: members, work: work)
+                finish(plan, wanted: wanted, members: members, work: work, seconds: now() - at)
                 return .success(())
             }
             for entry in wanted { s.members[entry.file.rev] = .pending(work, size: entry.file.size) }
@@ -257,10 +281,11 @@ final class FolderZips: Sendable {
     /// Replaces the work's members with what arrived; the others are downloaded by themselves.
     private func finish(
         _ plan: FolderZipPlan, wanted: [(name: String, file: PinnedFile)], members: [String: [UInt8]],
-        work: SharedWork<Void>
+        work: SharedWork<Void>, seconds: Double
     ) {
-        let until = now() + options.keep
-        state.withLock { s in
+        let at = now()
+        let until = at + options.keep
+        let slow = state.withLock { s -> (zip: Double, download: Double)? in
             s.inFlight -= 1
             s.held -= plan.totalBytes
             for entry in wanted {
@@ -272,6 +297,21 @@ final class FolderZips: Sendable {
                     s.members[entry.file.rev] = nil
                 }
             }
+            guard !members.isEmpty else { return nil }
+            let zip = s.zipSeconds.map { $0 * 0.5 + seconds * 0.5 } ?? seconds
+            s.zipSeconds = zip
+            guard let download = s.downloadSeconds, s.pausedUntil.map({ at >= $0 }) ?? true,
+                Self.slower(zip: zip, download: download)
+            else { return nil }
+            s.pausedUntil = at + Self.pause
+            s.zipSeconds = nil
+            s.pauses += 1
+            return (zip, download)
+        }
+        if let slow {
+            Log.info(
+                "folder zips: Dropbox answers a folder's zip in \(Self.format(slow.zip)) s, a file in "
+                    + "\(Self.format(slow.download)) s: reading ahead file by file for \(Int(Self.pause / 60)) minutes")
         }
         if !members.isEmpty {
             let keep = options.keep
@@ -280,6 +320,12 @@ final class FolderZips: Sendable {
                 self?.sweep(at: self?.now() ?? 0)
             }
         }
+    }
+
+    /// "0.53": seconds to the hundredth.
+    private static func format(_ seconds: Double) -> String {
+        let hundredths = Int((max(0, seconds) * 100).rounded())
+        return "\(hundredths / 100)." + (hundredths % 100 < 10 ? "0" : "") + "\(hundredths % 100)"
     }
 
     /// Drops members kept past their time.
@@ -295,6 +341,6 @@ final class FolderZips: Sendable {
 
     /// For the root's status attribute: zips asked for, files served from them, failed zips.
     var statusFields: String {
-        state.withLock { "zip_folders=\($0.zips) zip_files=\($0.served) zip_failures=\($0.failures)" }
+        state.withLock { "zip_folders=\($0.zips) zip_files=\($0.served) zip_failures=\($0.failures) zip_pauses=\($0.pauses)" }
     }
 }

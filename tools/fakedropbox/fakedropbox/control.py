@@ -176,6 +176,8 @@ def config(st, obj):
         st.latency_ms = float(obj["latency_ms"] or 0)
     if "bandwidth" in obj:
         st.bandwidth = int(obj["bandwidth"] or 0)
+    if "zip_delay_ms" in obj:
+        st.zip_delay_ms = float(obj["zip_delay_ms"] or 0)
     if "access_token_ttl" in obj:
         st.tokens.ttl = float(obj["access_token_ttl"])
     if "longpoll_backoff" in obj:
@@ -205,7 +207,7 @@ def config(st, obj):
     if modes is not None or seed is not None:
         st.set_adversarial(modes, seed)
     paging.max_page, paging.tiny, paging.cost_ms_per_1000 = max_page, tiny, cost
-    out = {"latency_ms": st.latency_ms, "bandwidth": st.bandwidth,
+    out = {"latency_ms": st.latency_ms, "bandwidth": st.bandwidth, "zip_delay_ms": st.zip_delay_ms,
            "access_token_ttl": st.tokens.ttl, "longpoll_backoff": st.longpoll_backoff,
            "quota_used": st.quota_used, "quota_allocated": st.quota_allocated,
            "adversarial": modes_text(st.adv.modes), "adversarial_seed": st.adv.seed}

@@ -40,3 +40,14 @@ def test_too_many_entries_is_refused(fd):
     fd.add_file("/Many/one-more.txt", b"")
     r = fd.download("/Many", route="files/download_zip")
     assert r.status == 409 and r.json()["error"] == {".tag": "too_many_files"}
+
+
+def test_zip_delay_holds_the_reply(fd):
+    """zip_delay_ms (control config): the time the fake takes to make a zip, for benchmarks."""
+    import time
+    fd.add_file("/Slow/a.txt", b"a")
+    assert fd.config(zip_delay_ms=300)["zip_delay_ms"] == 300
+    started = time.monotonic()
+    r = fd.download("/Slow", route="files/download_zip")
+    assert r.status == 200 and time.monotonic() - started >= 0.3
+    assert fd.config(zip_delay_ms=0)["zip_delay_ms"] == 0
