@@ -99,8 +99,10 @@ public final class Filesystem: Sendable {
         let storedPins = options.store?.storedPins() ?? []
         let pins = storedPins.map(\.path)
         let zips = options.readAhead.flatMap { readAhead in
-            options.folderZips.map {
-                FolderZips(options: $0, smallFileLimit: readAhead.smallFileLimit, now: options.monotonicNow)
+            options.folderZips.map { zipOptions in
+                var zipOptions = zipOptions
+                zipOptions.filesAtOnce = readAhead.parallel
+                return FolderZips(options: zipOptions, smallFileLimit: readAhead.smallFileLimit, now: options.monotonicNow)
             }
         }
         let reader = FileReader(

@@ -35,6 +35,9 @@ public struct FolderZipOptions: Sendable {
     public var keep: Double
     /// Zips on their way at once.
     public var parallel: Int
+    /// Downloads the read-ahead runs at once without zips (FolderReadAheadOptions.parallel): a zip
+    /// must beat them (FolderZips.slower).
+    public var filesAtOnce: Int = 48
 
     public init(
         route: any FolderZipRoute, maxFolderBytes: UInt64 = 16 << 20, minFiles: Int = 4, memory: UInt64 = 48 << 20,
@@ -84,9 +87,7 @@ final class FolderZips: Sendable {
         var served: UInt64 = 0
         var failures: UInt64 = 0
         var warned = false
-        /// Seconds a zip took from asking to its last byte, and a single small file's download,
-        /// as moving averages (nil before the first).
-        var zipSeconds: Double?
+        /// Seconds a single small file's download takes, as a moving average (nil before the first).
         var downloadSeconds: Double?
         /// While zips are slower than single downloads (`slower`): none is asked for until then.
         var pausedUntil: Double?
@@ -121,11 +122,15 @@ final class FolderZips: Sendable {
         state.withLock { s in s.downloadSeconds = s.downloadSeconds.map { $0 * 0.9 + seconds * 0.1 } ?? seconds }
     }
 
-    /// Whether zips answer much later than single downloads: a walk waits for a zip where it would
-    /// have had its files from 48 downloads at once, so zips then cost time instead of saving it.
-    /// Dropbox makes a zip before it answers, and how long that takes here is not known in
-    /// advance, so it is measured.
-    static func slower(zip: Double, download: Double) -> Bool { zip > 3 * download + 0.1 }
+    /// Whether a zip of `files` files answered later than the read-ahead's downloads would have
+    /// fetched them (`parallel` at once, each taking `download` seconds), with one download's time
+    /// to spare: a walk waits for a zip where it would have had its files from those downloads, so
+    /// zips then cost time instead of saving it. Dropbox makes a zip before it answers, and how
+    /// long that takes here is not known in advance, so it is measured.
+    static func slower(zip: Double, files: Int, download: Double, parallel: Int = 48) -> Bool {
+        let rounds = (max(1, files) + max(1, parallel) - 1) / max(1, parallel)
+        return zip > Double(rounds + 1) * download + 0.05
+    }
 
     /// How long zips pause once they are found slower than single downloads; then one is tried again.
     static let pause = 300.0
@@ -297,20 +302,16 @@ final class FolderZips: Sendable {
                     s.members[entry.file.rev] = nil
                 }
             }
-            guard !members.isEmpty else { return nil }
-            let zip = s.zipSeconds.map { $0 * 0.5 + seconds * 0.5 } ?? seconds
-            s.zipSeconds = zip
-            guard let download = s.downloadSeconds, s.pausedUntil.map({ at >= $0 }) ?? true,
-                Self.slower(zip: zip, download: download)
+            guard !members.isEmpty, let download = s.downloadSeconds, s.pausedUntil.map({ at >= $0 }) ?? true,
+                Self.slower(zip: seconds, files: wanted.count, download: download, parallel: options.filesAtOnce)
             else { return nil }
             s.pausedUntil = at + Self.pause
-            s.zipSeconds = nil
             s.pauses += 1
-            return (zip, download)
+            return (seconds, download)
         }
         if let slow {
             Log.info(
-                "folder zips: Dropbox answers a folder's zip in \(Self.format(slow.zip)) s, a file in "
+                "folder zips: Dropbox answered a folder's zip in \(Self.format(slow.zip)) s, a file in "
                     + "\(Self.format(slow.download)) s: reading ahead file by file for \(Int(Self.pause / 60)) minutes")
         }
         if !members.isEmpty {

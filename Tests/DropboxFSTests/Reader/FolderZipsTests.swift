@@ -223,7 +223,11 @@ import Testing
         clock.advance(FolderZips.pause)
         #expect(zips.mayAsk(second.folder), "tried again after the pause")
 
-        #expect(!FolderZips.slower(zip: 0.06, download: 0.03), "about a download's time: zips go on")
-        #expect(FolderZips.slower(zip: 0.5, download: 0.03))
+        // 30 files: the read-ahead would fetch them in one round of downloads.
+        #expect(!FolderZips.slower(zip: 0.08, files: 30, download: 0.03), "about two downloads' time: zips go on")
+        #expect(FolderZips.slower(zip: 0.15, files: 30, download: 0.03))
+        // 500 files take 11 rounds of 48 downloads: a zip may take 12 downloads' time.
+        #expect(!FolderZips.slower(zip: 0.4, files: 500, download: 0.03))
+        #expect(FolderZips.slower(zip: 0.45, files: 500, download: 0.03))
     }
 }
