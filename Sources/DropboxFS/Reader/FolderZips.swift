@@ -67,8 +67,9 @@ struct FolderZipPlan: Sendable {
 
 final class FolderZips: Sendable {
     private enum Member {
-        /// In the zip on its way (the work), `size` bytes.
-        case pending(SharedWork<Void>, size: UInt64)
+        /// In the zip on its way (the work), `size` bytes; waited for until `deadline` (monotonic
+        /// seconds), when single downloads would have had the zip's files (`slower`).
+        case pending(SharedWork<Void>, size: UInt64, deadline: Double)
         /// Checked, kept until `until` (monotonic seconds).
         case ready([UInt8], until: Double)
     }
@@ -128,8 +129,14 @@ final class FolderZips: Sendable {
     /// zips then cost time instead of saving it. Dropbox makes a zip before it answers, and how
     /// long that takes here is not known in advance, so it is measured.
     static func slower(zip: Double, files: Int, download: Double, parallel: Int = 48) -> Bool {
+        zip > patience(files: files, download: download, parallel: parallel)
+    }
+
+    /// The seconds a zip of `files` files may take (`slower`); 2 s before any download was timed.
+    static func patience(files: Int, download: Double?, parallel: Int) -> Double {
+        guard let download else { return 2 }
         let rounds = (max(1, files) + max(1, parallel) - 1) / max(1, parallel)
-        return zip > Double(rounds + 1) * download + 0.05
+        return Double(rounds + 1) * download + 0.05
     }
 
     /// How long zips pause once they are found slower than single downloads; then one is tried again.
@@ -169,19 +176,23 @@ final class FolderZips: Sendable {
                 finish(plan, wanted: wanted, members: members, work: work, seconds: now() - at)
                 return .success(())
             }
-            for entry in wanted { s.members[entry.file.rev] = .pending(work, size: entry.file.size) }
+            let deadline = at + Self.patience(files: wanted.count, download: s.downloadSeconds, parallel: options.filesAtOnce)
+            for entry in wanted {
+                s.members[entry.file.rev] = .pending(work, size: entry.file.size, deadline: deadline)
+            }
             return true
         }
     }
 
     /// The bytes of `range` of `file` from a zip, nil when no zip holds its revision (download it).
-    /// Waits for the zip on its way that holds it; `.interrupted` when the calling task is
-    /// cancelled. A member served whole is forgotten.
+    /// Waits for the zip on its way that holds it, until its deadline: a zip answering later than
+    /// the single downloads would have is overdue, and pauses zips (`slower`). `.interrupted` when
+    /// the calling task is cancelled. A member served whole is forgotten.
     func bytes(of file: PinnedFile, range: Range<UInt64>) async throws(FilesystemError) -> [UInt8]? {
         enum Look {
             case absent
             case bytes([UInt8])
-            case wait(SharedWork<Void>)
+            case wait(SharedWork<Void>, deadline: Double)
         }
         while true {
             let look = state.withLock { s -> Look in
@@ -196,18 +207,58 @@ final class FolderZips: Sendable {
                         return .bytes(bytes)
                     }
                     return .bytes(Array(bytes[Int(range.lowerBound)..<Int(range.upperBound)]))
-                case .pending(let work, _):
+                case .pending(let work, _, let deadline):
                     // Its end replaced every member it held; one still here was not replaced.
                     if work.isFinished || work.isAbandoned { return .absent }
-                    return .wait(work)
+                    return .wait(work, deadline: deadline)
                 }
             }
             switch look {
             case .absent: return nil
             case .bytes(let bytes): return bytes
-            case .wait(let work): _ = try await work.value()
+            case .wait(let work, let deadline):
+                guard try await Self.wait(for: work, seconds: deadline - now()) else {
+                    overdue(deadline: deadline)
+                    return nil
+                }
             }
         }
+    }
+
+    /// Waits for `work` at most `seconds`: false when they passed first (the wait for it is left,
+    /// and a zip every waiter left is cancelled); `.interrupted` when the calling task is cancelled.
+    private static func wait(for work: SharedWork<Void>, seconds: Double) async throws(FilesystemError) -> Bool {
+        guard seconds > 0 else { return false }
+        let ended = await withTaskGroup(of: Bool.self) { group -> Bool in
+            // Ended, abandoned or failed: the caller looks at the members again.
+            group.addTask {
+                _ = try? await work.value()
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000) + 1))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if Task.isCancelled { throw .interrupted }
+        return ended
+    }
+
+    /// A zip was not there by its deadline: zips pause (once), and its files are downloaded alone.
+    private func overdue(deadline: Double) {
+        let download = state.withLock { s -> Double? in
+            guard s.pausedUntil.map({ now() >= $0 }) ?? true else { return nil }
+            s.pausedUntil = now() + Self.pause
+            s.pauses += 1
+            return s.downloadSeconds ?? 0
+        }
+        guard let download else { return }
+        Log.info(
+            "folder zips: Dropbox had not answered a folder's zip when single downloads would have had its files "
+                + "(a file takes \(Self.format(download)) s): reading ahead file by file for \(Int(Self.pause / 60)) minutes")
     }
 
     /// The zip's members that match `wanted` by name, size and content_hash, by revision.
@@ -294,7 +345,7 @@ final class FolderZips: Sendable {
             s.inFlight -= 1
             s.held -= plan.totalBytes
             for entry in wanted {
-                guard case .pending(let holder, _) = s.members[entry.file.rev], holder === work else { continue }
+                guard case .pending(let holder, _, _) = s.members[entry.file.rev], holder === work else { continue }
                 if let bytes = members[entry.file.rev] {
                     s.members[entry.file.rev] = .ready(bytes, until: until)
                     s.held += entry.file.size

@@ -230,4 +230,20 @@ import Testing
         #expect(!FolderZips.slower(zip: 0.4, files: 500, download: 0.03))
         #expect(FolderZips.slower(zip: 0.45, files: 500, download: 0.03))
     }
+
+    /// A zip not there when single downloads would have had its files is waited for no longer:
+    /// its files are downloaded alone (nil), and zips pause.
+    @Test func anOverdueZipIsNotWaitedForAndPausesZips() async throws {
+        let fake = InMemoryDropbox()
+        let held = FaultInjectingClient(fake)
+        held.hold(.downloadZip)
+        defer { held.release(.downloadZip) }
+        let zips = Self.zips(held)
+        zips.noteDownload(seconds: 0.01)  // patience: two downloads and 0.05 s, 0.07 s
+        let plan = Self.folder(fake)
+        zips.fetch(plan, wanted: try #require(zips.wanted(plan, held: { _ in false })))
+        #expect(try await zips.bytes(of: plan.files[0].file, range: Self.whole(plan.files[0].file)) == nil)
+        #expect(zips.statusFields.hasSuffix("zip_pauses=1"))
+        #expect(!zips.mayAsk(plan.folder &+ 1))
+    }
 }
