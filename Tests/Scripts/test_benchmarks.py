@@ -22,7 +22,7 @@ FLAGS = {
                 "--read-mib --report --rounds",
     "bench-read": "--no-build --runs --sha-only --sha-size --size",
     "bench-pin": "--bandwidth-mbps --bin --latency-ms --mib --runs",
-    "bench-small-files": "--bin --files --folders --latency-ms --mean-kib --no-off --runs",
+    "bench-small-files": "--bin --files --folders --latency-ms --mean-kib --no-off --runs --zip-delay-ms",
     "bench-filemanager": "--bin --debug --file-manager --json --keep-screenshot --latency-ms --max-wait "
                          "--mount-option --only --photos --settle --thumbnail-max --zoom",
 }
