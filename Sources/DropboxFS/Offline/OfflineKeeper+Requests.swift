@@ -111,8 +111,7 @@ extension OfflineKeeper {
 
     /// Every pin's state as the tree and the disk cache stand now.
     func reports() -> [PinReport] {
-        let pins = self.pins
-        let coverage = tree.read { t in pins.map { PinPlan.coverage(of: $0, in: t.tree) } }
+        let coverage = currentCoverage()
         let keys = Set(coverage.flatMap { $0.files.map(\.key) })
         let present = diskCache?.present(keys) ?? []
         let (downloading, failed) = state.withLock { ($0.downloading, Set($0.failures.keys)) }

@@ -20,7 +20,7 @@
 // downloaded by the reader too (the disk cache keeps the first complete entry).
 //
 // Locking: `pinRequests` serialises pin requests (taken first, by `pin` only). `state` guards the
-// pins, the last pass's coverage, the failures and the downloads in flight. It is never held
+// pins, the last walk's coverage and what it was made for, the failures and the downloads in flight. It is never held
 // across an await, a download, disk I/O or the tree's lock (the tree is read first, then `state`
 // taken).
 
@@ -40,8 +40,13 @@ final class OfflineKeeper: Sendable {
         /// The Dropbox id of the entry each pin named when it was made ("" or absent: not known),
         /// so the pin follows the entry when Dropbox moves it (`followMoves`).
         var ids: [String: String] = [:]
-        /// What each pin covered at the last pass.
+        /// What each pin covered when it was last worked out, and the tree's change count and
+        /// the pins then (`currentCoverage`): while neither moved, it is still what they cover.
         var coverage: [PinCoverage] = []
+        var coverageStamp: (changes: UInt64, pins: [String])?
+        /// Walks of the pinned subtrees so far (for tests: a status read of a tree that did not
+        /// change makes none).
+        var coverageWalks = 0
         /// Contents whose last download failed, by key.
         var failures: [String: Failure] = [:]
         /// Keys being downloaded now.
@@ -210,15 +215,13 @@ final class OfflineKeeper: Sendable {
     func keepOnce() async -> Bool {
         guard let diskCache else { return true }
         followMoves()
-        let pins = self.pins
-        let coverage = tree.read { t in pins.map { PinPlan.coverage(of: $0, in: t.tree) } }
+        let coverage = currentCoverage()
         var wanted: [String: PinnedContent] = [:]
         for pin in coverage { for file in pin.files where wanted[file.key] == nil { wanted[file.key] = file } }
         diskCache.setPinned(Set(wanted.keys))
         let present = diskCache.present(Set(wanted.keys))
         let now = monotonicNow()
         let todo = state.withLock { s -> [PinnedContent] in
-            s.coverage = coverage
             s.failures = s.failures.filter { wanted[$0.key] != nil }
             return wanted.values.filter { file in
                 !present.contains(file.key) && !s.downloading.contains(file.key)
@@ -233,6 +236,28 @@ final class OfflineKeeper: Sendable {
         guard !connectivity.isOffline else { return false }
         let done = await Pacer.$lane.withValue(.readAhead) { await fetchAll(todo, into: diskCache) }
         return done && unlisted.isEmpty
+    }
+
+    /// What each pin covers in the tree now. A walk of a pinned subtree takes the tree's lock
+    /// for as long as the subtree is big (a pinned folder of 300,000 files holds up every lookup
+    /// meanwhile), so the last walk is used again while the tree has not changed since and the
+    /// pins are the same: the count is read before the walk, so a change during it makes the next
+    /// call walk again.
+    func currentCoverage() -> [PinCoverage] {
+        let pins = self.pins
+        let changes = tree.changeCount.load(ordering: .acquiring)
+        let kept = state.withLock { s -> [PinCoverage]? in
+            guard let stamp = s.coverageStamp, stamp.changes == changes, stamp.pins == pins else { return nil }
+            return s.coverage
+        }
+        if let kept { return kept }
+        let coverage = tree.read { t in pins.map { PinPlan.coverage(of: $0, in: t.tree) } }
+        state.withLock { s in
+            s.coverage = coverage
+            s.coverageStamp = (changes, pins)
+            s.coverageWalks += 1
+        }
+        return coverage
     }
 
     /// Downloads `todo` in order, at most `concurrency` files at once and `bigConcurrency` of them

@@ -71,7 +71,7 @@ final class LiveTree: Sendable {
         var invalidated: [Invalidation] = []
         defer {
             invalidations.publish(invalidated)
-            changeCount.add(1, ordering: .relaxed)
+            changeCount.add(1, ordering: .releasing)
         }
         return state.withLock { t in
             let result = mutation(&t, &invalidated)
@@ -91,7 +91,7 @@ final class LiveTree: Sendable {
         var invalidated: [Invalidation] = []
         defer {
             invalidations.publish(invalidated)
-            changeCount.add(1, ordering: .relaxed)
+            changeCount.add(1, ordering: .releasing)
         }
         return engine.withLock { s in
             state.withLock { t in

@@ -157,6 +157,26 @@ extension CoreTests {
             #expect(try await Self.readAll(m, "/keep/a.bin") == [UInt8](repeating: 7, count: 100_000))
         }
 
+        /// The status and the keeper's passes walk the pinned subtrees under the tree's lock: while
+        /// the tree and the pins stay as they are, the last walk is used again; a change makes the
+        /// next one walk, and it sees the change.
+        @Test func thePinnedSubtreesAreWalkedAgainOnlyAfterTheTreeChanged() async throws {
+            let m = try await Self.mount(capacity: 1024 * K)
+            defer { m.fs.stop() }
+            _ = try await m.request(Filesystem.pinRequestAttribute, "/keep")
+            try await m.waitKept(["/keep/a.bin", "/keep/sub/b.bin"])
+            let walks = { m.fs.offline.state.withLock { $0.coverageWalks } }
+            let before = walks()
+            for _ in 0..<5 { #expect(m.fs.syncStatus().contains("pinned_files=2 pinned_present_files=2")) }
+            await m.fs.offline.keepOnce()
+            #expect(walks() == before, "nothing changed: no walk")
+            m.fake.addFile("/keep/sub/c.bin", size: 10 * K, seed: 9)
+            try await CoreTests.waitUntil("the new file reached the status") {
+                m.fs.syncStatus().contains("pinned_files=3 ")
+            }
+            #expect(walks() > before)
+        }
+
         @Test func aPinFollowsItsFolderMovedOnDropbox() async throws {
             let m = try await Self.mount(capacity: 2048 * K)
             defer { m.fs.stop() }
