@@ -27,6 +27,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case timestamp
     /// OAuth token endpoint replies: grants and errors.
     case oauthReply = "oauth_reply"
+    /// A folder zip (files/download_zip) through ZipArchive.
+    case zipArchive = "zip_archive"
 
     /// Runs the checks on one input. The buffer is the input exactly (no slack after it), so the
     /// address sanitizer sees any read past its end.
@@ -39,6 +41,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .contentRange: return ContentRangeFuzz.check(input)
         case .timestamp: return TimestampFuzz.check(input)
         case .oauthReply: return OAuthReplyFuzz.check(input)
+        case .zipArchive: return ZipArchiveFuzz.check(input)
         }
     }
 
