@@ -457,6 +457,10 @@ def test_the_process_is_not_dumpable(binary, fake_factory, tmp_path):
     control = subprocess.Popen([*as_nobody, "sleep", "30"])
     try:
         waiting.stdout.readline()  # "1. Open this address ...": it now waits for the code on stdin
+        # setpriv changes its user, then runs sleep: between the two the kernel also gives its /proc
+        # files to root (a changed user makes a process not dumpable until its next exec).
+        wait_until(lambda: open(f"/proc/{control.pid}/comm").read().strip() == "sleep", timeout=10,
+                   message="setpriv to run sleep")
         assert os.stat(f"/proc/{control.pid}/environ").st_uid == 65534
         assert os.stat(f"/proc/{waiting.pid}/status").st_uid == 0
         with open(f"/proc/{waiting.pid}/status") as f:
