@@ -126,7 +126,7 @@ final class FolderReadAhead: Sendable {
     /// (`besides`) is not taken from it: its read is under way, and one download of it answers
     /// sooner than a zip of its folder.
     private func askZip(of folder: UInt32, _ zips: FolderZips, besides opened: UInt32?) {
-        guard zips.mayAsk(folder), let plan = tree.zipPlan(of: folder),
+        guard zips.consider(folder), let plan = tree.zipPlan(of: folder),
             let wanted = zips.wanted(plan, held: { $0.inode == opened.map(UInt64.init) || reader.holds($0) })
         else { return }
         zips.fetch(plan, wanted: wanted)

@@ -81,6 +81,9 @@ final class FolderZips: Sendable {
         var held: UInt64 = 0
         /// Folder -> when its zip was asked for: not asked again within `keep`.
         var asked: [UInt32: Double] = [:]
+        /// Folder -> when the read-ahead last weighed a zip of it (`consider`): not weighed again
+        /// within `keep`, since weighing walks the folder's entries under the tree's lock.
+        var considered: [UInt32: Double] = [:]
         var inFlight = 0
         /// Set when Dropbox refused the route itself: no more zips in this mount.
         var disabled = false
@@ -116,6 +119,19 @@ final class FolderZips: Sendable {
     private static func mayAsk(_ folder: UInt32, at: Double, _ s: State, _ options: FolderZipOptions) -> Bool {
         !s.disabled && s.inFlight < options.parallel && s.pausedUntil.map { at >= $0 } ?? true
             && s.asked[folder].map { at - $0 >= options.keep } ?? true
+    }
+
+    /// Whether the read-ahead should weigh a zip of `folder` now (`mayAsk`, and not weighed within
+    /// `keep`); noted, so the opens of a walk through a folder not worth a zip weigh it once.
+    func consider(_ folder: UInt32) -> Bool {
+        let at = now()
+        return state.withLock { s in
+            guard Self.mayAsk(folder, at: at, s, options), s.considered[folder].map({ at - $0 >= options.keep }) ?? true
+            else { return false }
+            s.considered[folder] = at
+            if s.considered.count > 4096 { s.considered = s.considered.filter { at - $0.value < options.keep } }
+            return true
+        }
     }
 
     /// Notes how long one download of a small file took, the yardstick of zips (`slower`).
@@ -374,11 +390,8 @@ final class FolderZips: Sendable {
         }
     }
 
-    /// "0.53": seconds to the hundredth.
-    private static func format(_ seconds: Double) -> String {
-        let hundredths = Int((max(0, seconds) * 100).rounded())
-        return "\(hundredths / 100)." + (hundredths % 100 < 10 ? "0" : "") + "\(hundredths % 100)"
-    }
+    /// Seconds to the hundredth, as the status line's figures are given.
+    private static func format(_ seconds: Double) -> Double { (seconds * 100).rounded() / 100 }
 
     /// Drops members kept past their time.
     private func sweep(at time: Double) {

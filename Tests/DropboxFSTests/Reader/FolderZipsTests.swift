@@ -246,4 +246,16 @@ import Testing
         #expect(zips.statusFields.hasSuffix("zip_pauses=1"))
         #expect(!zips.mayAsk(plan.folder &+ 1))
     }
+
+    /// The read-ahead weighs a folder once within its time, whatever it decided: a walk's every
+    /// open through a folder not worth a zip would otherwise walk its entries again.
+    @Test func aFolderIsWeighedOnceWithinItsTime() {
+        let clock = Clock()
+        let zips = Self.zips(InMemoryDropbox(), clock: clock)
+        #expect(zips.consider(7))
+        #expect(!zips.consider(7))
+        #expect(zips.consider(8), "another folder")
+        clock.advance(30)
+        #expect(zips.consider(7))
+    }
 }
