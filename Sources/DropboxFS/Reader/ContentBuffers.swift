@@ -267,7 +267,7 @@ extension FileReader {
                 return .failure(Self.failure(error, file: file))
             }
             // A small file's download is the yardstick of folder zips (FolderZips.slower).
-            if let zips, let started, length <= 1 << 20 { zips.noteDownload(seconds: zips.now() - started) }
+            if let zips, let started, length <= zips.smallFileLimit { zips.noteDownload(seconds: zips.now() - started) }
             guard result.metadata.rev == file.rev else {
                 Log.warning("\(file.label): Dropbox served revision \(result.metadata.rev) instead; the open file is stale")
                 return .failure(.stale)

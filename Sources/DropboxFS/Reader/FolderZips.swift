@@ -99,7 +99,8 @@ final class FolderZips: Sendable {
     }
 
     let options: FolderZipOptions
-    private let smallFileLimit: UInt64
+    /// Files up to this size are served from zips (the read-ahead's small files), and time its downloads.
+    let smallFileLimit: UInt64
     /// Monotonic seconds (injected by tests).
     let now: @Sendable () -> Double
     private let state = Mutex(State())

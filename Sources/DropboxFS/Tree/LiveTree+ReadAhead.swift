@@ -76,8 +76,10 @@ extension LiveTree {
                 plan.totalBytes += child.size
                 let rev = child.rev
                 guard child.isDownloadable, let hash = child.contentHash, !rev.isEmpty else { continue }
+                // The folder's path and the child's name: MetadataTree.path(of:) without its walk up.
+                let path = plan.path + "/" + child.name
                 plan.files.append(
-                    (child.name, PinnedFile(inode: UInt64(index), path: t.tree.path(of: index), rev: rev, size: child.size, contentHash: hash)))
+                    (child.name, PinnedFile(inode: UInt64(index), path: path, rev: rev, size: child.size, contentHash: hash)))
             }
             return plan
         }
